@@ -1,0 +1,124 @@
+// Package config holds probegate's configuration: the typed sections of
+// config.yaml, their documented defaults, strict decoding and validation with
+// errors that name the YAML path of the offending key.
+//
+// The section types live here rather than in the packages that consume them
+// (route, probe, breaker) so that every package can depend on config without
+// an import cycle and so that the whole file can be validated before anything
+// starts. Each package reads only its own section.
+package config
+
+import "time"
+
+// Duration is a time.Duration that decodes from Go duration syntax ("5ms",
+// "2s") in YAML.
+type Duration time.Duration
+
+// D returns d as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// Config is the whole of config.yaml. A Config is immutable once loaded:
+// reload builds a new one and publishes it.
+type Config struct {
+	Server   Server   `yaml:"server"`
+	Backends Backends `yaml:"backends"`
+	Upstream Upstream `yaml:"upstream"`
+	Route    Route    `yaml:"route"`
+	Probe    Probe    `yaml:"probe"`
+	Scrape   Scrape   `yaml:"scrape"`
+	Breaker  Breaker  `yaml:"breaker"`
+	Log      Log      `yaml:"log"`
+}
+
+// Server configures the client-facing and admin listeners.
+type Server struct {
+	Listen         string   `yaml:"listen"`           // default ":8080"
+	AdminListen    string   `yaml:"admin_listen"`     // default "127.0.0.1:9090"
+	MaxBodyBytes   int64    `yaml:"max_body_bytes"`   // default 16 MiB; larger bodies get 413
+	MaxHeaderBytes int      `yaml:"max_header_bytes"` // default 64 KiB; larger headers get 431
+	ReadTimeout    Duration `yaml:"read_timeout"`     // default 30s: time to read a request's headers and body
+	ShutdownGrace  Duration `yaml:"shutdown_grace"`   // default 30s: drain time for in-flight streams on SIGTERM
+}
+
+// Backends names the model servers, statically or through DNS.
+type Backends struct {
+	Static     []string `yaml:"static"`      // base URLs, e.g. "http://10.0.0.7:8000"
+	DNS        string   `yaml:"dns"`         // "name:port", re-resolved every DNSRefresh (headless Service)
+	DNSRefresh Duration `yaml:"dns_refresh"` // default 5s
+}
+
+// Upstream configures forwarding to the model servers.
+type Upstream struct {
+	ConnectTimeout     Duration `yaml:"connect_timeout"`       // default 2s
+	FirstByteTimeout   Duration `yaml:"first_byte_timeout"`    // default 60s: until response headers arrive
+	IdleTimeout        Duration `yaml:"idle_timeout"`          // default 60s: max silence inside a streamed body
+	MaxConnsPerBackend int      `yaml:"max_conns_per_backend"` // default 1024
+	IdleConnTTL        Duration `yaml:"idle_conn_ttl"`         // default 4s (< vLLM's 5s keep-alive)
+	Retries            int      `yaml:"retries"`               // default 1: re-picks when nothing reached the backend
+}
+
+// Route configures the routing policy and its scorers.
+type Route struct {
+	Policy     string     `yaml:"policy"` // probe | cached | least_inflight | round_robin | random; default probe
+	D          int        `yaml:"d"`      // default 2
+	Weights    Weights    `yaml:"weights"`
+	Saturation Saturation `yaml:"saturation"`
+	Prefix     Prefix     `yaml:"prefix"`
+}
+
+// Weights are the scorer weights; each scorer yields a score in [0,1].
+type Weights struct {
+	Queue   float64 `yaml:"queue"`    // default 2
+	KVCache float64 `yaml:"kv_cache"` // default 2
+	Prefix  float64 `yaml:"prefix"`   // default 3
+	LoRA    float64 `yaml:"lora"`     // default 1
+}
+
+// Saturation decides when a backend is too loaded to take more work.
+type Saturation struct {
+	MaxWaiting int     `yaml:"max_waiting"`  // default 64 queued requests
+	MaxKVCache float64 `yaml:"max_kv_cache"` // default 0.95
+	Shed       bool    `yaml:"shed"`         // default false: when true, 429 if every candidate is saturated
+}
+
+// Prefix configures prompt-prefix affinity.
+type Prefix struct {
+	BlockChars        int `yaml:"block_chars"`         // default 256
+	MaxBlocks         int `yaml:"max_blocks"`          // default 64
+	EntriesPerBackend int `yaml:"entries_per_backend"` // default 16384 block hashes (LRU)
+}
+
+// Probe configures the synchronous prober.
+type Probe struct {
+	Endpoint   string   `yaml:"endpoint"`    // metrics | load; default metrics
+	Deadline   Duration `yaml:"deadline"`    // default 5ms
+	HedgeAfter string   `yaml:"hedge_after"` // duration or "auto"; default "auto"
+	Hedges     int      `yaml:"hedges"`      // default 1
+	Quorum     int      `yaml:"quorum"`      // default 0 = d-1, at least 1
+	FreshFor   Duration `yaml:"fresh_for"`   // default 2ms
+	ORCA       bool     `yaml:"orca"`        // default true
+}
+
+// Scrape configures the asynchronous scraper.
+type Scrape struct {
+	Interval    Duration `yaml:"interval"`     // default 1s
+	Adaptive    bool     `yaml:"adaptive"`     // default true
+	MinInterval Duration `yaml:"min_interval"` // default 50ms
+	MaxInterval Duration `yaml:"max_interval"` // default 5s
+	Timeout     Duration `yaml:"timeout"`      // default 1s
+	StaleAfter  Duration `yaml:"stale_after"`  // default 2s
+}
+
+// Breaker configures the per-backend circuit breaker.
+type Breaker struct {
+	ConsecutiveFailures int      `yaml:"consecutive_failures"` // default 5
+	OpenFor             Duration `yaml:"open_for"`             // default 5s
+	HalfOpenRequests    int      `yaml:"half_open_requests"`   // default 1
+}
+
+// Log configures zerolog.
+type Log struct {
+	Level  string `yaml:"level"`  // debug | info | warn | error; default info
+	Format string `yaml:"format"` // json | console; default json
+	Access bool   `yaml:"access"` // default true: one line per request
+}

@@ -1,0 +1,273 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Problem is one thing wrong with a configuration, at the YAML path Path
+// (e.g. "route.d", "backends.static[2]"; empty for the file as a whole).
+type Problem struct {
+	Path string
+	Msg  string
+
+	key bool // the problem is the key itself (unknown, duplicate): Msg names the path
+}
+
+// String formats p as "path: msg", or as the message alone when the problem
+// is an unknown or duplicated key ("unknown key probe.dedline") or concerns
+// the whole file.
+func (p Problem) String() string {
+	if p.key || p.Path == "" {
+		return p.Msg
+	}
+	return p.Path + ": " + p.Msg
+}
+
+// Errors is every problem found in a configuration, in file order for
+// decoding problems followed by validation problems in section order. Its
+// Error is one problem per line. Callers get at the list with errors.As.
+type Errors []Problem
+
+// Error joins the problems, one per line.
+func (e Errors) Error() string {
+	var b strings.Builder
+	for i, p := range e {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(p.String())
+	}
+	return b.String()
+}
+
+// vLLMKeepAlive is how long vLLM (uvicorn) keeps an idle connection open.
+const vLLMKeepAlive = 5 * time.Second
+
+// Validate checks c and returns nil or an Errors listing every problem at
+// once, each named by its YAML path. A Config that passes is safe to hand to
+// every package: they need not re-check their sections.
+func (c *Config) Validate() error {
+	if p := validate(c); len(p) > 0 {
+		return p
+	}
+	return nil
+}
+
+type checker struct{ probs Errors }
+
+func (v *checker) add(path, format string, args ...any) {
+	v.probs = append(v.probs, Problem{Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (v *checker) positive(path string, d Duration) {
+	if d <= 0 {
+		v.add(path, "must be > 0")
+	}
+}
+
+func (v *checker) nonNegative(path string, d Duration) {
+	if d < 0 {
+		v.add(path, "must be >= 0")
+	}
+}
+
+func (v *checker) atLeast(path string, n int64, lo int64) {
+	if n < lo {
+		v.add(path, "must be >= %d", lo)
+	}
+}
+
+func (v *checker) oneOf(path, s string, allowed ...string) {
+	if slices.Contains(allowed, s) {
+		return
+	}
+	switch len(allowed) {
+	case 2:
+		v.add(path, "must be %s or %s, got %q", allowed[0], allowed[1], s)
+	default:
+		v.add(path, "must be one of %s, got %q", strings.Join(allowed, ", "), s)
+	}
+}
+
+func (v *checker) weight(path string, w float64) {
+	if !(w >= 0) || math.IsInf(w, 0) {
+		v.add(path, "must be a finite number >= 0")
+	}
+}
+
+// hostPort checks a listen or dial address "host:port"; the host may be
+// empty (all interfaces) only if emptyHost.
+func (v *checker) hostPort(path, addr string, emptyHost bool, minPort int) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		v.add(path, "must be host:port, got %q", addr)
+		return
+	}
+	if host == "" && !emptyHost {
+		v.add(path, "must be host:port with a host, got %q", addr)
+		return
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < minPort || n > 65535 {
+		v.add(path, "port must be a number in %d..65535, got %q", minPort, port)
+	}
+}
+
+func validate(c *Config) Errors {
+	v := &checker{}
+
+	s := c.Server
+	v.hostPort("server.listen", s.Listen, true, 0)
+	v.hostPort("server.admin_listen", s.AdminListen, true, 0)
+	if s.Listen == s.AdminListen && !strings.HasSuffix(s.Listen, ":0") {
+		v.add("server.admin_listen", "must differ from server.listen")
+	}
+	v.atLeast("server.max_body_bytes", s.MaxBodyBytes, 1)
+	v.atLeast("server.max_header_bytes", int64(s.MaxHeaderBytes), 1)
+	v.positive("server.read_timeout", s.ReadTimeout)
+	v.nonNegative("server.shutdown_grace", s.ShutdownGrace)
+
+	b := c.Backends
+	switch {
+	case len(b.Static) == 0 && b.DNS == "":
+		v.add("backends", "set static or dns")
+	case len(b.Static) > 0 && b.DNS != "":
+		v.add("backends", "set static or dns, not both")
+	}
+	seen := make(map[string]int, len(b.Static))
+	for i, raw := range b.Static {
+		path := fmt.Sprintf("backends.static[%d]", i)
+		norm, msg := checkBackendURL(raw)
+		if msg != "" {
+			v.add(path, "%s", msg)
+			continue
+		}
+		if j, dup := seen[norm]; dup {
+			v.add(path, "duplicate of backends.static[%d]", j)
+			continue
+		}
+		seen[norm] = i
+	}
+	if b.DNS != "" {
+		v.hostPort("backends.dns", b.DNS, false, 1)
+	}
+	v.positive("backends.dns_refresh", b.DNSRefresh)
+
+	u := c.Upstream
+	v.positive("upstream.connect_timeout", u.ConnectTimeout)
+	v.positive("upstream.first_byte_timeout", u.FirstByteTimeout)
+	v.positive("upstream.idle_timeout", u.IdleTimeout)
+	v.atLeast("upstream.max_conns_per_backend", int64(u.MaxConnsPerBackend), 1)
+	switch {
+	case u.IdleConnTTL <= 0:
+		v.add("upstream.idle_conn_ttl", "must be > 0")
+	case u.IdleConnTTL.D() >= vLLMKeepAlive:
+		v.add("upstream.idle_conn_ttl", "should be < 5s (vLLM closes idle connections at 5s)")
+	}
+	v.atLeast("upstream.retries", int64(u.Retries), 0)
+
+	r := c.Route
+	v.oneOf("route.policy", r.Policy, policies...)
+	v.atLeast("route.d", int64(r.D), 1)
+	v.weight("route.weights.queue", r.Weights.Queue)
+	v.weight("route.weights.kv_cache", r.Weights.KVCache)
+	v.weight("route.weights.prefix", r.Weights.Prefix)
+	v.weight("route.weights.lora", r.Weights.LoRA)
+	v.atLeast("route.saturation.max_waiting", int64(r.Saturation.MaxWaiting), 1)
+	if kv := r.Saturation.MaxKVCache; !(kv > 0 && kv <= 1) {
+		v.add("route.saturation.max_kv_cache", "must be in (0, 1]")
+	}
+	v.atLeast("route.prefix.block_chars", int64(r.Prefix.BlockChars), 1)
+	v.atLeast("route.prefix.max_blocks", int64(r.Prefix.MaxBlocks), 1)
+	v.atLeast("route.prefix.entries_per_backend", int64(r.Prefix.EntriesPerBackend), 1)
+
+	p := c.Probe
+	v.oneOf("probe.endpoint", p.Endpoint, EndpointMetrics, EndpointLoad)
+	v.positive("probe.deadline", p.Deadline)
+	if p.HedgeAfter != HedgeAuto {
+		d, err := time.ParseDuration(p.HedgeAfter)
+		switch {
+		case err != nil || d < 0:
+			v.add("probe.hedge_after", "must be a duration or \"auto\", got %q", p.HedgeAfter)
+		case p.Deadline > 0 && d >= p.Deadline.D():
+			v.add("probe.hedge_after", "must be < probe.deadline")
+		}
+	}
+	v.atLeast("probe.hedges", int64(p.Hedges), 0)
+	v.atLeast("probe.quorum", int64(p.Quorum), 0)
+	if r.D >= 1 && p.Hedges >= 0 && p.Quorum > r.D+p.Hedges {
+		v.add("probe.quorum", "must be <= route.d + probe.hedges (%d)", r.D+p.Hedges)
+	}
+	v.nonNegative("probe.fresh_for", p.FreshFor)
+
+	sc := c.Scrape
+	v.positive("scrape.interval", sc.Interval)
+	v.positive("scrape.min_interval", sc.MinInterval)
+	v.positive("scrape.max_interval", sc.MaxInterval)
+	if sc.MinInterval <= 0 || sc.MaxInterval <= 0 {
+		// Already reported.
+	} else if sc.MinInterval > sc.MaxInterval {
+		v.add("scrape.min_interval", "must be <= scrape.max_interval")
+	} else if sc.Adaptive && sc.Interval > 0 && (sc.Interval < sc.MinInterval || sc.Interval > sc.MaxInterval) {
+		v.add("scrape.interval", "must be within [scrape.min_interval, scrape.max_interval] when scrape.adaptive is true")
+	}
+	v.positive("scrape.timeout", sc.Timeout)
+	v.positive("scrape.stale_after", sc.StaleAfter)
+
+	br := c.Breaker
+	v.atLeast("breaker.consecutive_failures", int64(br.ConsecutiveFailures), 1)
+	v.positive("breaker.open_for", br.OpenFor)
+	v.atLeast("breaker.half_open_requests", int64(br.HalfOpenRequests), 1)
+
+	l := c.Log
+	v.oneOf("log.level", l.Level, "debug", "info", "warn", "error")
+	v.oneOf("log.format", l.Format, "json", "console")
+
+	return v.probs
+}
+
+// checkBackendURL checks that raw is http(s)://host:port with an optional
+// trailing "/" and returns a normalized form for duplicate detection, or a
+// problem message.
+func checkBackendURL(raw string) (norm, msg string) {
+	const want = "must be http(s)://host:port"
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", fmt.Sprintf("%s, got %q (%v)", want, raw, unwrapURLError(err))
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return "", fmt.Sprintf("%s, got %q: scheme must be http or https", want, raw)
+	case u.Opaque != "" || u.Host == "":
+		return "", fmt.Sprintf("%s, got %q: no host", want, raw)
+	case u.User != nil:
+		return "", fmt.Sprintf("%s, got %q: user info is not allowed", want, raw)
+	case u.Hostname() == "":
+		return "", fmt.Sprintf("%s, got %q: no host", want, raw)
+	case u.Port() == "":
+		return "", fmt.Sprintf("%s, got %q: the port is required", want, raw)
+	case u.Path != "" && u.Path != "/":
+		return "", fmt.Sprintf("%s, got %q: no path is allowed (the request's path is forwarded as is)", want, raw)
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
+		return "", fmt.Sprintf("%s, got %q: no query or fragment is allowed", want, raw)
+	}
+	if n, err := strconv.Atoi(u.Port()); err != nil || n < 1 || n > 65535 {
+		return "", fmt.Sprintf("%s, got %q: port must be in 1..65535", want, raw)
+	}
+	return u.Scheme + "://" + strings.ToLower(u.Host), ""
+}
+
+func unwrapURLError(err error) error {
+	if ue := (*url.Error)(nil); errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}

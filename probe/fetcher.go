@@ -1,0 +1,197 @@
+package probe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// Endpoint is the backend endpoint a Fetcher reads load from.
+type Endpoint uint8
+
+// Endpoints a Fetcher can read.
+const (
+	EndpointMetrics Endpoint = iota // GET /metrics: running, waiting, KV use, LoRA
+	EndpointLoad                    // GET /load: {"server_load": N}, tiny and cheap
+)
+
+// Path returns the HTTP path of e.
+func (e Endpoint) Path() string {
+	if e == EndpointLoad {
+		return "/load"
+	}
+	return "/metrics"
+}
+
+// String returns the config spelling of e ("metrics" or "load").
+func (e Endpoint) String() string {
+	if e == EndpointLoad {
+		return "load"
+	}
+	return "metrics"
+}
+
+// ParseEndpoint parses the config spelling of an endpoint: "metrics" (also
+// the empty string, the default) or "load".
+func ParseEndpoint(s string) (Endpoint, error) {
+	switch s {
+	case "", "metrics", "/metrics":
+		return EndpointMetrics, nil
+	case "load", "/load":
+		return EndpointLoad, nil
+	}
+	return 0, fmt.Errorf("probe: unknown endpoint %q (want metrics or load)", s)
+}
+
+// Errors of a Fetch, to be matched with errors.Is.
+var (
+	// ErrTimeout: no complete answer before the deadline.
+	ErrTimeout = errors.New("probe: timeout")
+	// ErrStatus: the backend answered with a status other than 200.
+	ErrStatus = errors.New("probe: unexpected status")
+)
+
+// Fetcher reads one backend's load from one of its endpoints. The returned
+// Load has At = the receive time and Source = SourceNone; callers stamp the
+// source (probe or scrape) and Report it.
+//
+// Implementations must be safe for concurrent use and must return by the
+// ctx deadline (an error matching ErrTimeout when it passes).
+type Fetcher interface {
+	Fetch(ctx context.Context, s *State, ep Endpoint) (Load, error)
+}
+
+// Default limits of HTTPFetcher.
+const (
+	DefaultMaxIdleConnDuration = 4 * time.Second // vLLM (uvicorn) closes idle keep-alive at 5 s
+	DefaultFetchTimeout        = time.Second     // when ctx has no deadline
+)
+
+// HTTPFetcher fetches load over HTTP/1.1 with fasthttp, keeping one pooled
+// fasthttp.HostClient per backend in the backend's State (created on first
+// use, lock-free). The zero value is ready to use; set the fields before the
+// first Fetch and do not change them after. The client of a State is
+// configured by the first HTTPFetcher that uses it; the prober and the
+// scraper should share one HTTPFetcher (or identical ones).
+//
+// HTTPFetcher honours the ctx deadline (it is passed to DoDeadline). fasthttp
+// cannot abort a request in flight, so a ctx cancelled before its deadline
+// ends the Fetch only when the answer arrives or the deadline passes; callers
+// that cancel should not wait for it.
+type HTTPFetcher struct {
+	// MaxBodyBytes bounds the response body. Optional. Default: MaxMetricsBytes.
+	MaxBodyBytes int
+	// MaxIdleConnDuration closes idle keep-alive connections. Optional.
+	// Default: DefaultMaxIdleConnDuration (must stay below vLLM's 5 s).
+	MaxIdleConnDuration time.Duration
+	// MaxConns bounds connections per backend. Optional. Default: 64.
+	MaxConns int
+	// Now stamps the answers. Optional. Default: time.Now.
+	Now func() time.Time
+}
+
+var _ Fetcher = (*HTTPFetcher)(nil)
+
+func (f *HTTPFetcher) hostClient(s *State) *fasthttp.HostClient {
+	if c := s.client.Load(); c != nil {
+		return c
+	}
+	c := &fasthttp.HostClient{
+		Addr:                          s.addr,
+		Name:                          "probegate",
+		MaxConns:                      64,
+		MaxIdleConnDuration:           DefaultMaxIdleConnDuration,
+		MaxResponseBodySize:           MaxMetricsBytes,
+		DisableHeaderNamesNormalizing: true,
+		DisablePathNormalizing:        true,
+		NoDefaultUserAgentHeader:      false,
+	}
+	if f.MaxBodyBytes > 0 {
+		c.MaxResponseBodySize = f.MaxBodyBytes
+	}
+	if f.MaxIdleConnDuration > 0 {
+		c.MaxIdleConnDuration = f.MaxIdleConnDuration
+	}
+	if f.MaxConns > 0 {
+		c.MaxConns = f.MaxConns
+	}
+	if s.client.CompareAndSwap(nil, c) {
+		return c
+	}
+	return s.client.Load() // another goroutine won the race; c was never used
+}
+
+// CloseIdleConnections closes the idle keep-alive connections to s, if any
+// (for a backend leaving the pool, and in tests).
+func (f *HTTPFetcher) CloseIdleConnections(s *State) {
+	if c := s.client.Load(); c != nil {
+		c.CloseIdleConnections()
+	}
+}
+
+// Fetch implements Fetcher: GET ep.Path() from s.Addr() and parse the body
+// with ParseMetrics or ParseLoadJSON.
+func (f *HTTPFetcher) Fetch(ctx context.Context, s *State, ep Endpoint) (Load, error) {
+	now := time.Now
+	if f.Now != nil {
+		now = f.Now
+	}
+	if err := ctx.Err(); err != nil {
+		return Load{}, fetchErr(s, ep, err)
+	}
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(DefaultFetchTimeout)
+	}
+	c := f.hostClient(s)
+	req := fasthttp.AcquireRequest()
+	resp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.Header.SetMethod(fasthttp.MethodGet)
+	req.SetRequestURI(ep.Path())
+	req.Header.SetHost(s.addr)
+	if ep == EndpointMetrics {
+		req.Header.Set(fasthttp.HeaderAccept, "text/plain")
+	} else {
+		req.Header.Set(fasthttp.HeaderAccept, "application/json")
+	}
+	if err := c.DoDeadline(req, resp, deadline); err != nil {
+		return Load{}, fetchErr(s, ep, err)
+	}
+	at := now()
+	if sc := resp.StatusCode(); sc != fasthttp.StatusOK {
+		return Load{}, fmt.Errorf("%w %d from %s%s", ErrStatus, sc, s.addr, ep.Path())
+	}
+	var (
+		l   Load
+		err error
+	)
+	if ep == EndpointLoad {
+		l, err = ParseLoadJSON(resp.Body(), at)
+	} else {
+		l, err = ParseMetrics(resp.Body(), at)
+	}
+	if err != nil {
+		return Load{}, fmt.Errorf("%s%s: %w", s.addr, ep.Path(), err)
+	}
+	return l, nil
+}
+
+// fetchErr classifies a transport error once: deadlines and fasthttp
+// timeouts become ErrTimeout, cancellation stays context.Canceled.
+func fetchErr(s *State, ep Endpoint, err error) error {
+	switch {
+	case errors.Is(err, fasthttp.ErrTimeout), errors.Is(err, fasthttp.ErrDialTimeout),
+		errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("%w: %s%s: %w", ErrTimeout, s.addr, ep.Path(), err)
+	}
+	var te interface{ Timeout() bool }
+	if errors.As(err, &te) && te.Timeout() {
+		return fmt.Errorf("%w: %s%s: %w", ErrTimeout, s.addr, ep.Path(), err)
+	}
+	return fmt.Errorf("probe: %s%s: %w", s.addr, ep.Path(), err)
+}

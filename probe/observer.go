@@ -1,0 +1,45 @@
+package probe
+
+import "time"
+
+// Outcomes passed to Observer.Probe and Observer.Scrape. They are the
+// values of the outcome label of probegate_probes_total and
+// probegate_scrapes_total.
+const (
+	OutcomeOK           = "ok"
+	OutcomeTimeout      = "timeout"
+	OutcomeError        = "error"
+	OutcomeHedge        = "hedge"         // probes only: a hedge probe was sent
+	OutcomeSkippedFresh = "skipped_fresh" // probes only: cached report fresh enough
+)
+
+// Observer receives the prober's and the scraper's events; the composition
+// root implements it with Prometheus metrics so this package need not import
+// them. Implementations must be safe for concurrent use and cheap: Probe is
+// called on the request path.
+type Observer interface {
+	// Probe is called once per probe that completes (ok, timeout, error; d is
+	// the round trip), once per hedge sent (hedge, d = 0; the hedge probe
+	// later reports its own completion) and once per candidate skipped as
+	// fresh (skipped_fresh, d = 0).
+	Probe(outcome string, d time.Duration)
+	// Scrape is called once per scrape with ok, timeout or error.
+	Scrape(addr, outcome string)
+	// ScrapeInterval is called after each scrape with the interval until the
+	// next one.
+	ScrapeInterval(addr string, d time.Duration)
+}
+
+// NopObserver is an Observer that discards everything.
+type NopObserver struct{}
+
+var _ Observer = NopObserver{}
+
+// Probe does nothing.
+func (NopObserver) Probe(string, time.Duration) {}
+
+// Scrape does nothing.
+func (NopObserver) Scrape(string, string) {}
+
+// ScrapeInterval does nothing.
+func (NopObserver) ScrapeInterval(string, time.Duration) {}

@@ -1,0 +1,285 @@
+package probe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/probegate/probegate/internal/config"
+)
+
+// ProberConfig configures a Prober. Durations are wall-clock durations.
+type ProberConfig struct {
+	Endpoint Endpoint      // what to GET from each candidate
+	Deadline time.Duration // Run never waits longer than this; required > 0
+	// HedgeAfter is when to send hedge probes if the quorum has not
+	// answered. Ignored when AutoHedge is set. A value >= Deadline disables
+	// timed hedging (hedges are still sent when every probe has failed).
+	HedgeAfter time.Duration
+	// AutoHedge derives HedgeAfter from the p95 of recent probe round trips,
+	// clamped to [200µs, Deadline] (see hedge.go).
+	AutoHedge bool
+	Hedges    int           // spares probed after HedgeAfter; 0 disables hedging
+	Quorum    int           // answers to wait for; 0 = len(cands)-1, at least 1
+	FreshFor  time.Duration // candidates with a report younger than this are not probed
+}
+
+// ProberConfigFrom builds a ProberConfig from the probe section of the
+// configuration and route.d. The config package applies defaults and
+// validates; this only converts, and rejects what it cannot convert.
+func ProberConfigFrom(c config.Probe, d int) (ProberConfig, error) {
+	ep, err := ParseEndpoint(c.Endpoint)
+	if err != nil {
+		return ProberConfig{}, fmt.Errorf("probe.endpoint: %w", err)
+	}
+	pc := ProberConfig{
+		Endpoint: ep,
+		Deadline: c.Deadline.D(),
+		Hedges:   c.Hedges,
+		Quorum:   c.Quorum,
+		FreshFor: c.FreshFor.D(),
+	}
+	if pc.Deadline <= 0 {
+		return ProberConfig{}, errors.New("probe.deadline: must be > 0")
+	}
+	switch h := strings.TrimSpace(c.HedgeAfter); h {
+	case "", "auto":
+		pc.AutoHedge = true
+	default:
+		pc.HedgeAfter, err = time.ParseDuration(h)
+		if err != nil || pc.HedgeAfter < 0 {
+			return ProberConfig{}, fmt.Errorf("probe.hedge_after: %q is neither a duration >= 0 nor \"auto\"", h)
+		}
+	}
+	if pc.Hedges < 0 {
+		return ProberConfig{}, errors.New("probe.hedges: must be >= 0")
+	}
+	if pc.Quorum < 0 {
+		return ProberConfig{}, errors.New("probe.quorum: must be >= 0")
+	}
+	if pc.Quorum == 0 {
+		pc.Quorum = max(d-1, 1)
+	}
+	if pc.FreshFor < 0 {
+		return ProberConfig{}, errors.New("probe.fresh_for: must be >= 0")
+	}
+	return pc, nil
+}
+
+// Prober runs the synchronous, hedged, deadline-bounded probes of the
+// request path (DESIGN.md step 4). A Prober is safe for concurrent use: each
+// request calls Run on the same Prober.
+type Prober struct {
+	cfg ProberConfig
+	f   Fetcher
+	obs Observer
+	now func() time.Time
+	est *hedgeEstimator
+}
+
+// NewProber returns a Prober. obs may be nil (NopObserver) and now nil
+// (time.Now). now stamps reports and judges freshness; timers (HedgeAfter,
+// Deadline) use the time package, so tests virtualise both with
+// testing/synctest. A Deadline <= 0 is replaced by 5ms.
+func NewProber(cfg ProberConfig, f Fetcher, obs Observer, now func() time.Time) *Prober {
+	if obs == nil {
+		obs = NopObserver{}
+	}
+	if now == nil {
+		now = time.Now
+	}
+	if cfg.Deadline <= 0 {
+		cfg.Deadline = 5 * time.Millisecond
+	}
+	cfg.Hedges = max(cfg.Hedges, 0)
+	return &Prober{cfg: cfg, f: f, obs: obs, now: now, est: newHedgeEstimator(cfg.Deadline)}
+}
+
+// Config returns the configuration the Prober runs with.
+func (p *Prober) Config() ProberConfig { return p.cfg }
+
+// HedgeAfter returns the hedge delay the next Run will use (the auto
+// estimate when AutoHedge is set).
+func (p *Prober) HedgeAfter() time.Duration {
+	if p.cfg.AutoHedge {
+		return p.est.HedgeAfter()
+	}
+	return p.cfg.HedgeAfter
+}
+
+// Result summarises one Run.
+type Result struct {
+	Probed       int // probes sent, hedges included
+	Answered     int // probes that answered before the decision
+	Hedged       int // hedge probes sent
+	SkippedFresh int // candidates and spares not probed because their report was fresh
+	TimedOut     int // probes that timed out, or were still pending at the deadline
+	Failed       int // probes that failed with an error other than a timeout
+	Cancelled    int // probes still pending when the quorum answered (cancelled)
+	// SparesUsed is how many spares, from the front of the slice, were
+	// hedged to or skipped as fresh: spares[:SparesUsed] are candidates too.
+	SparesUsed int
+	Waited     time.Duration // time Run spent, by the now function
+}
+
+// probe outcomes sent back to Run.
+const (
+	probeOK = iota
+	probeTimeout
+	probeError
+)
+
+// Run probes the candidates whose latest report is older than FreshFor, in
+// parallel, and Reports each answer into its State (Source = SourceProbe,
+// At = receive time). It returns as soon as Quorum candidates are known
+// (fresh skips plus answers, hedges included), when no probe in flight can
+// still answer, or at Deadline, whichever is first; it never waits past
+// Deadline or past ctx's own deadline.
+//
+// After HedgeAfter without a quorum (or at once, when every probe has
+// already failed), it probes up to Hedges more backends taken in order from
+// spares, skipping (and counting as known) those that are fresh.
+//
+// Probes still in flight when Run returns are cancelled through their
+// context; their goroutines end as soon as the Fetcher returns (at the
+// latest at the deadline) and a late answer is still Reported, which is
+// useful to the next request. The caller then reads View of cands and of
+// spares[:Result.SparesUsed].
+func (p *Prober) Run(ctx context.Context, cands, spares []*State) Result {
+	start := p.now()
+	var res Result
+	quorum := p.cfg.Quorum
+	if quorum <= 0 {
+		quorum = max(len(cands)-1, 1)
+	}
+
+	// Freshness is judged once, at start; fresh[i] remembers it.
+	var buf [16]bool
+	fresh := buf[:0]
+	for _, s := range cands {
+		f := p.isFresh(s, start)
+		fresh = append(fresh, f)
+		if f {
+			res.SkippedFresh++
+			p.obs.Probe(OutcomeSkippedFresh, 0)
+		}
+	}
+	known := res.SkippedFresh
+	if known >= quorum {
+		return res
+	}
+
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.Deadline)
+	defer cancel()
+	results := make(chan int, len(cands)-res.SkippedFresh+p.cfg.Hedges)
+	outstanding := 0
+	launch := func(s *State) {
+		outstanding++
+		res.Probed++
+		go p.probe(ctx, s, results)
+	}
+	for i, s := range cands {
+		if !fresh[i] {
+			launch(s)
+		}
+	}
+
+	hedgesLeft := p.cfg.Hedges
+	// hedge sends the hedge probes; it reports whether any spare was used.
+	hedge := func() bool {
+		used := false
+		for hedgesLeft > 0 && res.SparesUsed < len(spares) && known < quorum {
+			s := spares[res.SparesUsed]
+			res.SparesUsed++
+			used = true
+			if p.isFresh(s, start) {
+				res.SkippedFresh++
+				known++
+				p.obs.Probe(OutcomeSkippedFresh, 0)
+				continue
+			}
+			hedgesLeft--
+			res.Hedged++
+			p.obs.Probe(OutcomeHedge, 0)
+			launch(s)
+		}
+		hedgesLeft = 0 // hedge once per Run
+		return used
+	}
+	var hedgeC <-chan time.Time
+	if ha := p.HedgeAfter(); hedgesLeft > 0 && len(spares) > 0 && ha < p.cfg.Deadline {
+		t := time.NewTimer(ha)
+		defer t.Stop()
+		hedgeC = t.C
+	}
+
+wait:
+	for known < quorum {
+		if outstanding == 0 {
+			// Nothing in flight can still answer: hedge now or give up.
+			if !hedge() || outstanding == 0 {
+				break
+			}
+			hedgeC = nil
+			continue
+		}
+		select {
+		case r := <-results:
+			outstanding--
+			switch r {
+			case probeOK:
+				res.Answered++
+				known++
+			case probeTimeout:
+				res.TimedOut++
+			default:
+				res.Failed++
+			}
+		case <-hedgeC:
+			hedgeC = nil
+			hedge()
+		case <-ctx.Done():
+			res.TimedOut += outstanding
+			outstanding = 0
+			break wait
+		}
+	}
+	res.Cancelled = outstanding
+	res.Waited = p.now().Sub(start)
+	return res
+}
+
+func (p *Prober) isFresh(s *State, now time.Time) bool {
+	if p.cfg.FreshFor <= 0 {
+		return false
+	}
+	l := s.Latest()
+	return l != nil && now.Sub(l.At) < p.cfg.FreshFor
+}
+
+// probe fetches one backend, Reports the answer, observes the outcome and
+// sends it to Run's buffered results channel (never blocks).
+func (p *Prober) probe(ctx context.Context, s *State, results chan<- int) {
+	t0 := p.now()
+	l, err := p.f.Fetch(ctx, s, p.cfg.Endpoint)
+	at := p.now()
+	rtt := at.Sub(t0)
+	r := probeOK
+	switch {
+	case err == nil:
+		l.Source = SourceProbe
+		l.At = at
+		s.Report(&l)
+		p.est.Observe(rtt)
+		p.obs.Probe(OutcomeOK, rtt)
+	case errors.Is(err, ErrTimeout), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		r = probeTimeout
+		p.obs.Probe(OutcomeTimeout, rtt)
+	default:
+		r = probeError
+		p.obs.Probe(OutcomeError, rtt)
+	}
+	results <- r
+}

@@ -1,0 +1,253 @@
+package probe
+
+import (
+	"bytes"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/probegate/probegate/internal/config"
+)
+
+// syncBuffer is a log sink safe for concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func (o *countObserver) lastInterval(addr string) time.Duration {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	iv := o.interval[addr]
+	if len(iv) == 0 {
+		return 0
+	}
+	return iv[len(iv)-1]
+}
+
+func (o *countObserver) scrape(outcome string) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.scrapes[outcome]
+}
+
+func TestScrapeConfigFrom(t *testing.T) {
+	got := ScrapeConfigFrom(config.Scrape{Adaptive: true})
+	want := ScrapeConfig{Interval: time.Second, MinInterval: 50 * ms, MaxInterval: 5 * time.Second, Timeout: time.Second, Adaptive: true, StaleAfter: 2 * time.Second}
+	if got != want {
+		t.Errorf("defaults: %+v", got)
+	}
+	got = ScrapeConfigFrom(config.Scrape{Interval: config.Duration(10 * time.Second), MinInterval: config.Duration(ms), MaxInterval: config.Duration(2 * time.Second), Timeout: config.Duration(ms)})
+	if got.MaxInterval != 10*time.Second || got.MinInterval != ms || got.Timeout != ms {
+		t.Errorf("ordered bounds: %+v", got)
+	}
+}
+
+func TestNextInterval(t *testing.T) {
+	c := ScrapeConfig{Interval: time.Second, MinInterval: 50 * ms, MaxInterval: 5 * time.Second}
+	tests := []struct {
+		cur  time.Duration
+		rate float64
+		want time.Duration
+	}{
+		{time.Second, 0, 2 * time.Second},        // idle: slow down, at most 2x per scrape
+		{4 * time.Second, 0, 5 * time.Second},    // ... up to MaxInterval
+		{time.Second, 8, time.Second},            // one scrape per 8 requests
+		{time.Second, 80, 100 * ms},              // busy: speed up at once
+		{time.Second, 1e6, 50 * ms},              // ... down to MinInterval
+		{100 * ms, 1, 200 * ms},                  // load drops: back off gradually
+		{5 * time.Second, 1e-9, 5 * time.Second}, // tiny rate does not overflow
+		{50 * ms, 40, 100 * ms},                  // 40 rps -> 200ms, but at most 2x per step
+		{150 * ms, 40, 200 * ms},
+	}
+	for _, tt := range tests {
+		if got := c.nextInterval(tt.cur, tt.rate); got != tt.want {
+			t.Errorf("nextInterval(%v, %v) = %v, want %v", tt.cur, tt.rate, got, tt.want)
+		}
+	}
+}
+
+// TestScraperAdaptive: the interval speeds up while this proxy sends the
+// backend many requests and slows down when it goes idle.
+func TestScraperAdaptive(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeFetcher()
+		f.delay["b"] = ms
+		obs := newCountObserver()
+		sc := NewScraper(ScrapeConfig{Interval: time.Second, MinInterval: 50 * ms, MaxInterval: 5 * time.Second, Timeout: time.Second, Adaptive: true},
+			f, EndpointMetrics, obs, zerolog.Nop())
+		defer sc.Close()
+		s := NewState("b")
+		sc.Add(s)
+		sc.Add(s) // twice: still one loop
+		if sc.Len() != 1 {
+			t.Fatalf("Len = %d", sc.Len())
+		}
+		time.Sleep(10 * ms)
+		if l := s.Latest(); l == nil || l.Source != SourceScrape {
+			t.Fatalf("first scrape not at once: %+v", l)
+		}
+
+		// 400 requests/s for 5 s: 8/400 = 20ms, clamped to 50ms.
+		for range 2000 {
+			s.Dispatch()
+			time.Sleep(2500 * time.Microsecond)
+			s.Finish()
+		}
+		if got := obs.lastInterval("b"); got != 50*ms {
+			t.Errorf("busy interval = %v, want 50ms", got)
+		}
+		// 40 requests/s: 200ms.
+		for range 200 {
+			s.Dispatch()
+			time.Sleep(25 * ms)
+			s.Finish()
+		}
+		if got := obs.lastInterval("b"); got < 150*ms || got > 250*ms {
+			t.Errorf("moderate interval = %v, want about 200ms", got)
+		}
+		// Idle for 30 s: MaxInterval.
+		time.Sleep(30 * time.Second)
+		if got := obs.lastInterval("b"); got != 5*time.Second {
+			t.Errorf("idle interval = %v, want 5s", got)
+		}
+		if n := obs.scrape(OutcomeOK); n < 80 {
+			t.Errorf("only %d scrapes", n)
+		}
+	})
+}
+
+// TestScraperFixed: without Adaptive the interval stays put.
+func TestScraperFixed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeFetcher()
+		obs := newCountObserver()
+		sc := NewScraper(ScrapeConfig{Interval: 100 * ms}, f, EndpointLoad, obs, zerolog.Nop())
+		s := NewState("b")
+		sc.Add(s)
+		time.Sleep(time.Second + ms)
+		sc.Close()
+		if n := obs.scrape(OutcomeOK); n != 11 {
+			t.Errorf("%d scrapes in 1s at 100ms, want 11", n)
+		}
+		if got := obs.lastInterval("b"); got != 100*ms {
+			t.Errorf("interval %v", got)
+		}
+	})
+}
+
+// TestScraperHangingBackend: scrapes of a backend that never answers time
+// out after Timeout; failing and recovery are logged once each.
+func TestScraperHangingBackend(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeFetcher()
+		f.delay["h"] = time.Hour
+		obs := newCountObserver()
+		var logs syncBuffer
+		sc := NewScraper(ScrapeConfig{Interval: 100 * ms, Timeout: 30 * ms}, f, EndpointMetrics, obs, zerolog.New(&logs))
+		defer sc.Close()
+		s := NewState("h")
+		sc.Add(s)
+		time.Sleep(time.Second)
+		// A scrape every 130ms (30ms timeout + 100ms interval).
+		if n := obs.scrape(OutcomeTimeout); n < 7 || n > 8 {
+			t.Errorf("%d timeouts in 1s, want 7-8", n)
+		}
+		if s.Latest() != nil {
+			t.Error("a timed-out scrape reported")
+		}
+		f.mu.Lock()
+		f.delay["h"] = ms
+		f.mu.Unlock()
+		time.Sleep(500 * ms)
+		if s.Latest() == nil || obs.scrape(OutcomeOK) == 0 {
+			t.Error("no scrape after recovery")
+		}
+		out := logs.String()
+		if c := strings.Count(out, "scrape failing"); c != 1 {
+			t.Errorf("failing logged %d times:\n%s", c, out)
+		}
+		if c := strings.Count(out, "scrape recovered"); c != 1 {
+			t.Errorf("recovery logged %d times:\n%s", c, out)
+		}
+	})
+}
+
+// TestScraperRemoveAndClose: Remove stops one loop, Close stops the rest
+// and waits; Add after Close does nothing.
+func TestScraperRemoveAndClose(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeFetcher()
+		f.delay["slow"] = time.Hour // Close must not wait for the hour
+		sc := NewScraper(ScrapeConfig{Interval: 10 * ms, Timeout: time.Second}, f, EndpointMetrics, nil, zerolog.Nop())
+		a, b, slow := NewState("a"), NewState("b"), NewState("slow")
+		sc.Add(a)
+		sc.Add(b)
+		sc.Add(slow)
+		time.Sleep(50 * ms)
+		sc.Remove(a)
+		sc.Remove(a) // twice: harmless
+		synctest.Wait()
+		before := countCalls(f, "a")
+		time.Sleep(100 * ms)
+		if after := countCalls(f, "a"); after != before {
+			t.Errorf("removed backend scraped %d more times", after-before)
+		}
+		start := time.Now()
+		sc.Close()
+		sc.Close()
+		if el := time.Since(start); el != 0 {
+			t.Errorf("Close took %v", el)
+		}
+		if n := f.active.Load(); n != 0 {
+			t.Errorf("%d fetches still running after Close", n)
+		}
+		sc.Add(NewState("late"))
+		if sc.Len() != 0 {
+			t.Error("Add after Close started a loop")
+		}
+	})
+}
+
+func countCalls(f *fakeFetcher, addr string) int {
+	n := 0
+	for _, c := range f.called() {
+		if c == addr {
+			n++
+		}
+	}
+	return n
+}
+
+// TestScraperLoopback scrapes a real fasthttp server over loopback.
+func TestScraperLoopback(t *testing.T) {
+	s := loopbackServer(t, 0)
+	f := &HTTPFetcher{}
+	t.Cleanup(func() { f.CloseIdleConnections(s) })
+	sc := NewScraper(ScrapeConfig{Interval: time.Second, Timeout: time.Second}, f, EndpointMetrics, nil, zerolog.Nop())
+	sc.Add(s)
+	deadline := time.Now().Add(2 * time.Second)
+	for s.Latest() == nil && time.Now().Before(deadline) {
+		time.Sleep(ms)
+	}
+	sc.Close()
+	if l := s.Latest(); l == nil || l.Running != 12 || l.Source != SourceScrape {
+		t.Fatalf("latest = %+v", l)
+	}
+}

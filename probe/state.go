@@ -1,0 +1,217 @@
+package probe
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// State is everything this proxy knows about one backend's load: the latest
+// report (from a probe, an ORCA header or a scrape) and its own dispatch
+// counters. A State is long-lived: the pool that lists backends is rebuilt
+// on every membership change, but the State of an address that stays in the
+// pool is carried over, so its counters and reports survive.
+//
+// All methods are safe for concurrent use. The read path (Latest, View,
+// Inflight, Dispatched) takes no lock: it loads atomics and one
+// atomic.Pointer to an immutable report.
+type State struct {
+	addr string // "host:port", immutable
+
+	// Updated with atomic adds on every request this proxy sends.
+	dispatched atomic.Uint64
+	finished   atomic.Uint64
+
+	// Published with compare-and-swap by Report; never modified after.
+	latest atomic.Pointer[report]
+
+	// Created lazily by HTTPFetcher on first use, then immutable.
+	client atomic.Pointer[fasthttp.HostClient]
+
+	// The scrape loop's current interval in nanoseconds (0: not scraped).
+	scrapeInterval atomic.Int64
+}
+
+// ScrapeInterval returns the current interval of the backend's scrape loop,
+// or 0 when it is not scraped.
+func (s *State) ScrapeInterval() time.Duration { return time.Duration(s.scrapeInterval.Load()) }
+
+// report is one published Load together with the local counters at the
+// moment it was published, which View uses to correct for requests
+// dispatched and finished since.
+type report struct {
+	load       Load
+	dispatched uint64
+	finished   uint64
+}
+
+// NewState returns the State of the backend at addr ("host:port", spoken to
+// over plain HTTP), with no report and zero counters.
+func NewState(addr string) *State { return &State{addr: addr} }
+
+// Addr returns the backend's "host:port".
+func (s *State) Addr() string { return s.addr }
+
+// Dispatch records that this proxy sent a request to the backend. Every
+// Dispatch must be followed by exactly one Finish.
+func (s *State) Dispatch() { s.dispatched.Add(1) }
+
+// Finish records that a request this proxy sent has ended (success, error or
+// client disconnect alike).
+func (s *State) Finish() { s.finished.Add(1) }
+
+// Dispatched returns the number of requests ever dispatched to the backend by
+// this proxy. It only grows; the scraper derives the request rate from it.
+func (s *State) Dispatched() uint64 { return s.dispatched.Load() }
+
+// Inflight returns the number of requests this proxy has dispatched to the
+// backend that have not finished yet (never negative).
+func (s *State) Inflight() int {
+	// Read finished first: dispatched can only have grown since, so the
+	// difference is never negative when every Finish follows its Dispatch.
+	f := s.finished.Load()
+	d := s.dispatched.Load()
+	if d < f {
+		return 0
+	}
+	return int(d - f)
+}
+
+// Latest returns the newest report, or nil if there has been none. The Load
+// must not be modified.
+func (s *State) Latest() *Load {
+	if r := s.latest.Load(); r != nil {
+		return &r.load
+	}
+	return nil
+}
+
+// Report publishes l as the backend's latest report if l.At is after the At
+// of the current one, and reports whether it did. A report that is not newer
+// than what is known (a slow scrape overtaken by a probe, a late answer) is
+// dropped: older knowledge never overwrites newer knowledge, whatever the
+// sources.
+//
+// Report copies *l; the caller may reuse it. A field l leaves unknown is
+// carried over from the report it replaces, so that partial reports refine
+// rather than erase what is known:
+//   - KVUse, and the LoRA fields (MaxLoRA, RunningLoRAs, WaitingLoRAs) when
+//     l carries none of them (an ORCA header or a /load answer);
+//   - Running, when l knows Waiting but not Running and has no ServerLoad
+//     (vLLM's ORCA header reports waiting requests and KV use only);
+//   - Running, Waiting and ServerLoad, when l knows none of them (a KV-only
+//     ORCA header).
+//
+// Running and Waiting are never carried into a /load report (ServerLoad
+// known), since Queue prefers them over ServerLoad. Carried values are as
+// old as the last report that measured them; the scraper refreshes them
+// every scrape interval.
+//
+// Report also snapshots the dispatch counters, so View can add the requests
+// dispatched and subtract those finished after the report.
+func (s *State) Report(l *Load) bool {
+	for {
+		cur := s.latest.Load()
+		if cur != nil && !l.At.After(cur.load.At) {
+			return false
+		}
+		r := &report{load: *l}
+		if cur != nil {
+			inherit(&r.load, &cur.load)
+		}
+		r.finished = s.finished.Load()
+		r.dispatched = s.dispatched.Load()
+		if s.latest.CompareAndSwap(cur, r) {
+			return true
+		}
+	}
+}
+
+// inherit fills the fields n leaves unknown from prev; see State.Report.
+func inherit(n, prev *Load) {
+	if n.KVUse < 0 {
+		n.KVUse = prev.KVUse
+	}
+	if n.MaxLoRA == 0 && n.RunningLoRAs == nil && n.WaitingLoRAs == nil {
+		n.MaxLoRA, n.RunningLoRAs, n.WaitingLoRAs = prev.MaxLoRA, prev.RunningLoRAs, prev.WaitingLoRAs
+	}
+	switch {
+	case n.Running < 0 && n.Waiting < 0 && n.ServerLoad < 0: // no queue signal at all
+		n.Running, n.Waiting, n.ServerLoad = prev.Running, prev.Waiting, prev.ServerLoad
+	case n.Running < 0 && n.Waiting >= 0 && n.ServerLoad < 0: // vLLM's ORCA header
+		n.Running = prev.Running
+	}
+}
+
+// View is one backend's load as the scorers see it at a decision: the
+// latest report corrected by this proxy's own traffic since, or the local
+// in-flight count alone when there is no fresh report.
+type View struct {
+	// Queue is the estimated number of requests running or waiting at the
+	// backend: the report's Queue() plus Correction, never below 0; or
+	// Inflight when Source is SourceLocal.
+	Queue float64
+	// KVUse is the KV-cache use in [0,1], or -1 if unknown.
+	KVUse float64
+	// Waiting is the report's waiting count, uncorrected, or -1 if unknown
+	// (the saturation filter reads it).
+	Waiting int
+	// LoRA state of the report (shared with the immutable Load: do not
+	// modify). Zero values when unknown or when Source is SourceLocal.
+	MaxLoRA                    int
+	RunningLoRAs, WaitingLoRAs []string
+	// Source is where the report came from, or SourceLocal.
+	Source Source
+	// Age is how old the report is at the decision (0 for SourceLocal).
+	Age time.Duration
+	// Correction is the number of requests this proxy dispatched to the
+	// backend since the report minus those that finished since (0 for
+	// SourceLocal).
+	Correction int
+	// Inflight is this proxy's own in-flight count to the backend.
+	Inflight int
+}
+
+// View returns the backend's load as of now. If the latest report is younger
+// than staleAfter, the view is that report corrected by the local counters:
+// Queue = report.Queue() + dispatched since - finished since, clamped at 0,
+// and Source is the report's source. If the report does not know its queue
+// (a KV-only ORCA header with no earlier report), Queue falls back to
+// Inflight while KVUse still comes from the report. With no report younger
+// than staleAfter, Source is SourceLocal, Queue is Inflight and KVUse is -1.
+//
+// View does not allocate and takes no lock.
+func (s *State) View(now time.Time, staleAfter time.Duration) View {
+	r := s.latest.Load() // before the counters: see the subtraction below
+	f := s.finished.Load()
+	d := s.dispatched.Load()
+	inflight := 0
+	if d > f {
+		inflight = int(d - f)
+	}
+	v := View{Queue: float64(inflight), KVUse: -1, Waiting: -1, Source: SourceLocal, Inflight: inflight}
+	if r == nil {
+		return v
+	}
+	age := max(now.Sub(r.load.At), 0)
+	if age >= staleAfter {
+		return v
+	}
+	// Counters only grow and d, f were read after r was published, so the
+	// differences are the counts since the report (two's complement keeps
+	// them exact even if a concurrent Report raced the reads).
+	corr := int(d-r.dispatched) - int(f-r.finished)
+	v.Source = r.load.Source
+	v.Age = age
+	v.KVUse = r.load.KVUse
+	v.Waiting = r.load.Waiting
+	v.MaxLoRA = r.load.MaxLoRA
+	v.RunningLoRAs = r.load.RunningLoRAs
+	v.WaitingLoRAs = r.load.WaitingLoRAs
+	if q := r.load.Queue(); q >= 0 {
+		v.Correction = corr
+		v.Queue = float64(max(q+corr, 0))
+	}
+	return v
+}

@@ -1,0 +1,101 @@
+package route
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// AdminHandler returns the admin listener's handler: /metrics (Prometheus),
+// /healthz (the process is alive), /readyz (at least one eligible backend)
+// and /debug/backends (JSON state of every backend). It binds to loopback by
+// default (server.admin_listen); expose it only on a trusted network.
+func (p *Proxy) AdminHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(p.gather, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		if !p.Ready() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte("no eligible backend\n"))
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /debug/backends", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(p.DebugBackends())
+	})
+	return mux
+}
+
+// BackendInfo is one backend's entry in /debug/backends.
+type BackendInfo struct {
+	Address        string      `json:"address"`
+	Breaker        string      `json:"breaker"`
+	Eligible       bool        `json:"eligible"`
+	Draining       bool        `json:"draining"`
+	Inflight       int         `json:"inflight"`
+	Report         *ReportInfo `json:"report"`
+	View           ViewInfo    `json:"view"`
+	ScrapeInterval string      `json:"scrape_interval,omitempty"`
+}
+
+// ReportInfo is the newest load report of a backend.
+type ReportInfo struct {
+	Source       string   `json:"source"`
+	AgeSeconds   float64  `json:"age_seconds"`
+	Running      int      `json:"running"`
+	Waiting      int      `json:"waiting"`
+	KVCache      float64  `json:"kv_cache_usage"`
+	ServerLoad   int      `json:"server_load"`
+	MaxLoRA      int      `json:"max_lora"`
+	RunningLoRAs []string `json:"running_lora_adapters"`
+	WaitingLoRAs []string `json:"waiting_lora_adapters"`
+}
+
+// ViewInfo is what the router would judge the backend on now.
+type ViewInfo struct {
+	Source     string  `json:"source"`
+	Queue      float64 `json:"queue"`
+	Correction int     `json:"local_correction"`
+}
+
+// DebugBackends returns the state of every backend in the pool.
+func (p *Proxy) DebugBackends() []BackendInfo {
+	now := p.now()
+	rt := p.rt.Load()
+	pool := p.pool.Load()
+	out := make([]BackendInfo, 0, len(pool.backends))
+	for _, b := range pool.backends {
+		bi := BackendInfo{
+			Address:  b.addr,
+			Breaker:  b.brk.State().String(),
+			Eligible: b.Eligible(),
+			Draining: b.draining.Load(),
+			Inflight: b.state.Inflight(),
+		}
+		if l := b.state.Latest(); l != nil {
+			bi.Report = &ReportInfo{
+				Source: l.Source.String(), AgeSeconds: now.Sub(l.At).Seconds(),
+				Running: l.Running, Waiting: l.Waiting, KVCache: l.KVUse, ServerLoad: l.ServerLoad,
+				MaxLoRA: l.MaxLoRA, RunningLoRAs: l.RunningLoRAs, WaitingLoRAs: l.WaitingLoRAs,
+			}
+		}
+		v := b.state.View(now, rt.staleAfter)
+		bi.View = ViewInfo{Source: v.Source.String(), Queue: v.Queue, Correction: v.Correction}
+		if d := b.state.ScrapeInterval(); d > 0 {
+			bi.ScrapeInterval = d.Round(time.Millisecond).String()
+		}
+		out = append(out, bi)
+	}
+	return out
+}

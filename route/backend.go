@@ -1,0 +1,41 @@
+package route
+
+import (
+	"sync/atomic"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/probegate/probegate/breaker"
+	"github.com/probegate/probegate/probe"
+)
+
+// Backend is one model server. It is long-lived: pool rebuilds (reloads,
+// DNS changes) reuse the Backend of an address that stays, so its counters,
+// breaker, load state and affinity tables survive. All fields are either
+// immutable after construction or safe for concurrent use.
+type Backend struct {
+	// Immutable after construction.
+	addr   string // host:port, also the metric label
+	url    string // base URL as configured
+	state  *probe.State
+	brk    *breaker.Breaker
+	hc     *fasthttp.HostClient
+	prefix *prefixTable
+
+	// Lock-free.
+	lora     loraMemory
+	draining atomic.Bool // removed from the pool; finishing in-flight requests
+	closed   atomic.Bool // its HostClient's idle connections were closed
+}
+
+// Addr returns the backend's host:port.
+func (b *Backend) Addr() string { return b.addr }
+
+// State returns the backend's load state.
+func (b *Backend) State() *probe.State { return b.state }
+
+// Eligible reports whether the backend may be sampled: not draining and its
+// breaker not open. Lock-free.
+func (b *Backend) Eligible() bool {
+	return !b.draining.Load() && b.brk.Available()
+}

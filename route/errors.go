@@ -1,0 +1,118 @@
+package route
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strconv"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/probegate/probegate/breaker"
+)
+
+// Errors the request path classifies. Every failure is mapped to an HTTP
+// status in exactly one place, statusFor.
+var (
+	// ErrNoBackend means no eligible backend could be sampled (all open,
+	// draining, or none configured).
+	ErrNoBackend = errors.New("no eligible backend")
+	// ErrSaturated means every candidate reported saturation and
+	// route.saturation.shed is on.
+	ErrSaturated = errors.New("all candidate backends are saturated")
+	// ErrUpstreamTimeout means the backend did not send response headers
+	// within upstream.first_byte_timeout, or fell silent inside a stream for
+	// longer than upstream.idle_timeout.
+	ErrUpstreamTimeout = errors.New("upstream timed out")
+	// ErrUpstream means the backend failed after the request may have
+	// reached it (connection reset, malformed response).
+	ErrUpstream = errors.New("upstream failed")
+	// ErrNotSent means the request never reached the backend (dial refused,
+	// breaker open), so it may safely be re-picked on another backend.
+	ErrNotSent = errors.New("request not sent")
+)
+
+// statusFor maps a classified error to the HTTP status the client gets.
+func statusFor(err error) int {
+	switch {
+	case errors.Is(err, ErrSaturated):
+		return fasthttp.StatusTooManyRequests
+	case errors.Is(err, ErrNoBackend), errors.Is(err, breaker.ErrOpen):
+		return fasthttp.StatusServiceUnavailable
+	case errors.Is(err, ErrUpstreamTimeout):
+		return fasthttp.StatusGatewayTimeout
+	case errors.Is(err, ErrNotSent):
+		return fasthttp.StatusServiceUnavailable
+	default:
+		return fasthttp.StatusBadGateway
+	}
+}
+
+// errorType returns the OpenAI/vLLM error type name for a status.
+func errorType(status int) string {
+	switch status {
+	case fasthttp.StatusBadRequest:
+		return "BadRequestError"
+	case fasthttp.StatusNotFound:
+		return "NotFoundError"
+	case fasthttp.StatusRequestEntityTooLarge:
+		return "RequestEntityTooLargeError"
+	case fasthttp.StatusRequestHeaderFieldsTooLarge:
+		return "RequestHeaderFieldsTooLargeError"
+	case fasthttp.StatusTooManyRequests:
+		return "RateLimitError"
+	case fasthttp.StatusServiceUnavailable:
+		return "ServiceUnavailableError"
+	case fasthttp.StatusGatewayTimeout:
+		return "GatewayTimeoutError"
+	default:
+		return "BadGatewayError"
+	}
+}
+
+// writeError answers the client with vLLM's error envelope:
+// {"error":{"message":"...","type":"...","param":null,"code":<status>}}.
+// It never allocates for the common messages beyond the response buffer.
+func writeError(ctx *fasthttp.RequestCtx, status int, msg string) {
+	ctx.Response.Reset()
+	ctx.SetStatusCode(status)
+	ctx.SetContentType("application/json")
+	ctx.Response.SetBody(appendEnvelope(nil, status, msg))
+}
+
+// appendEnvelope appends the JSON error envelope to dst.
+func appendEnvelope(dst []byte, status int, msg string) []byte {
+	dst = append(dst, `{"error":{"message":`...)
+	dst = strconv.AppendQuote(dst, msg)
+	dst = append(dst, `,"type":"`...)
+	dst = append(dst, errorType(status)...)
+	dst = append(dst, `","param":null,"code":`...)
+	dst = strconv.AppendInt(dst, int64(status), 10)
+	dst = append(dst, "}}"...)
+	return dst
+}
+
+// isDialError reports whether err happened before any byte of the request
+// could reach the backend, so that re-picking cannot duplicate work.
+func isDialError(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, fasthttp.ErrNoFreeConns) || errors.Is(err, fasthttp.ErrDialTimeout) {
+		return true
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return true
+	}
+	return false
+}
+
+// isTimeout reports whether err is a timeout of the upstream exchange.
+func isTimeout(err error) bool {
+	if errors.Is(err, fasthttp.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrUpstreamTimeout) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}

@@ -1,0 +1,445 @@
+package route
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/probegate/probegate/internal/config"
+)
+
+// sseUpstream streams n frames spaced by gap, then [DONE].
+func sseUpstream(n int, gap time.Duration) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(200)
+		f := w.(http.Flusher)
+		for i := 0; i < n; i++ {
+			if i > 0 {
+				select {
+				case <-time.After(gap):
+				case <-r.Context().Done():
+					return
+				}
+			}
+			fmt.Fprintf(w, "data: {\"i\":%d}\n\n", i)
+			f.Flush()
+		}
+		fmt.Fprint(w, "data: [DONE]\n\n")
+		f.Flush()
+	}
+}
+
+func TestStreamsFramesAsTheyArrive(t *testing.T) {
+	up := upstream(t, sseUpstream(5, 150*time.Millisecond))
+	tp := startProxy(t, testConfig(up.URL))
+
+	start := time.Now()
+	resp := post(t, tp.url("/v1/completions"), `{"model":"m","prompt":"hi","stream":true}`)
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("status %d, content type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	var arrivals []time.Duration
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "data: ") {
+			arrivals = append(arrivals, time.Since(start))
+		}
+	}
+	if len(arrivals) != 6 {
+		t.Fatalf("got %d frames, want 6", len(arrivals))
+	}
+	// The first frame must not wait for the stream to end: it arrives
+	// about 600 ms before the last, as the upstream spaced them.
+	if first, last := arrivals[0], arrivals[5]; last-first < 450*time.Millisecond || first > 200*time.Millisecond {
+		t.Fatalf("frames were buffered: first at %v, last at %v", first, last)
+	}
+}
+
+func TestForwardsBodyAndHeaders(t *testing.T) {
+	var got struct {
+		sync.Mutex
+		body       string
+		xff, id    string
+		conn, te   string
+		host       string
+		custom     string
+		path       string
+		keepalive  string
+		orcaFormat string
+	}
+	up := upstream(t, func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got.Lock()
+		got.body, got.xff, got.id = string(b), r.Header.Get("X-Forwarded-For"), r.Header.Get("X-Request-Id")
+		got.conn, got.keepalive, got.custom = r.Header.Get("Connection"), r.Header.Get("Keep-Alive"), r.Header.Get("X-Custom")
+		got.path, got.host = r.URL.RequestURI(), r.Host
+		got.orcaFormat = r.Header.Get("Endpoint-Load-Metrics-Format")
+		got.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Keep-Alive", "timeout=5")
+		w.Header().Set("X-Upstream", "yes")
+		_, _ = w.Write([]byte(`{"ok":true}`))
+	})
+	tp := startProxy(t, testConfig(up.URL))
+
+	body := `{"model":"m","prompt":"hi","unknown_field":[1,2,{"x":null}]}`
+	req, _ := http.NewRequest("POST", tp.url("/v1/completions?x=1&y=%20"), strings.NewReader(body))
+	req.Header.Set("X-Forwarded-For", "10.9.8.7")
+	req.Header.Set("Keep-Alive", "timeout=9")
+	req.Header.Set("X-Custom", "kept")
+	req.Header.Set("Connection", "X-Custom-Hop")
+	req.Header.Set("X-Custom-Hop", "drop me")
+	resp, err := client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	respBody, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+
+	got.Lock()
+	defer got.Unlock()
+	if got.body != body {
+		t.Errorf("body changed in transit: %q", got.body)
+	}
+	if got.path != "/v1/completions?x=1&y=%20" {
+		t.Errorf("path/query changed: %q", got.path)
+	}
+	if got.xff != "10.9.8.7, 127.0.0.1" {
+		t.Errorf("X-Forwarded-For = %q, want the client's IP appended", got.xff)
+	}
+	if len(got.id) != 16 {
+		t.Errorf("X-Request-Id = %q, want a generated id", got.id)
+	}
+	if resp.Header.Get("X-Request-Id") != got.id {
+		t.Errorf("the client must see the request id the backend saw: %q vs %q", resp.Header.Get("X-Request-Id"), got.id)
+	}
+	if got.keepalive != "" || got.custom != "kept" {
+		t.Errorf("hop-by-hop handling: Keep-Alive %q (want stripped), X-Custom %q (want kept)", got.keepalive, got.custom)
+	}
+	if string(respBody) != `{"ok":true}` || resp.Header.Get("X-Upstream") != "yes" || resp.Header.Get("Keep-Alive") != "" {
+		t.Errorf("response: body %q, X-Upstream %q, Keep-Alive %q", respBody, resp.Header.Get("X-Upstream"), resp.Header.Get("Keep-Alive"))
+	}
+}
+
+func TestForwardsClientRequestID(t *testing.T) {
+	var seen atomic.Value
+	up := upstream(t, func(w http.ResponseWriter, r *http.Request) {
+		seen.Store(r.Header.Get("X-Request-Id"))
+		w.WriteHeader(204)
+	})
+	tp := startProxy(t, testConfig(up.URL))
+	req, _ := http.NewRequest("GET", tp.url("/v1/models"), nil)
+	req.Header.Set("X-Request-Id", "abc-123")
+	resp, err := client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if seen.Load() != "abc-123" {
+		t.Fatalf("backend saw request id %q, want the client's", seen.Load())
+	}
+}
+
+func TestNonJSONBodyForwardedUntouched(t *testing.T) {
+	var got atomic.Value
+	up := upstream(t, func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got.Store(string(b))
+		w.WriteHeader(200)
+	})
+	tp := startProxy(t, testConfig(up.URL))
+	resp := post(t, tp.url("/tokenize"), "\x00not json{{")
+	resp.Body.Close()
+	if resp.StatusCode != 200 || got.Load() != "\x00not json{{" {
+		t.Fatalf("status %d, upstream got %q", resp.StatusCode, got.Load())
+	}
+}
+
+// envelope decodes vLLM's error envelope from resp and checks its code.
+func envelope(t *testing.T, resp *http.Response, status int) string {
+	t.Helper()
+	defer resp.Body.Close()
+	if resp.StatusCode != status {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("status %d, want %d (body %s)", resp.StatusCode, status, b)
+	}
+	var env struct {
+		Error struct {
+			Message string `json:"message"`
+			Type    string `json:"type"`
+			Code    int    `json:"code"`
+		} `json:"error"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&env); err != nil {
+		t.Fatalf("status %d: body is not the error envelope: %v", status, err)
+	}
+	if env.Error.Code != status || env.Error.Message == "" || env.Error.Type == "" {
+		t.Fatalf("bad envelope %+v", env)
+	}
+	return env.Error.Message
+}
+
+func TestErrorsUseTheEnvelope(t *testing.T) {
+	t.Run("413 body too large", func(t *testing.T) {
+		up := upstream(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(200) })
+		cfg := testConfig(up.URL)
+		cfg.Server.MaxBodyBytes = 1024
+		tp := startProxy(t, cfg)
+		envelope(t, post(t, tp.url("/v1/completions"), strings.Repeat("x", 4096)), 413)
+	})
+	t.Run("431 headers too large", func(t *testing.T) {
+		up := upstream(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(200) })
+		cfg := testConfig(up.URL)
+		cfg.Server.MaxHeaderBytes = 4096
+		tp := startProxy(t, cfg)
+		req, _ := http.NewRequest("GET", tp.url("/v1/models"), nil)
+		req.Header.Set("X-Big", strings.Repeat("y", 8192))
+		resp, err := client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		envelope(t, resp, 431)
+	})
+	t.Run("503 no backend alive", func(t *testing.T) {
+		tp := startProxy(t, testConfig(deadAddr(t), deadAddr(t)))
+		msg := envelope(t, post(t, tp.url("/v1/completions"), `{}`), 503)
+		if !strings.Contains(msg, "no model server") {
+			t.Fatalf("message %q", msg)
+		}
+	})
+	t.Run("504 first byte timeout", func(t *testing.T) {
+		up := upstream(t, func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-r.Context().Done():
+			case <-time.After(5 * time.Second):
+			}
+		})
+		cfg := testConfig(up.URL)
+		cfg.Upstream.FirstByteTimeout = config.Duration(200 * time.Millisecond)
+		tp := startProxy(t, cfg)
+		start := time.Now()
+		envelope(t, post(t, tp.url("/v1/completions"), `{}`), 504)
+		if el := time.Since(start); el > time.Second {
+			t.Fatalf("504 took %v, want about first_byte_timeout (200ms)", el)
+		}
+	})
+	t.Run("502 upstream resets", func(t *testing.T) {
+		up := upstream(t, func(w http.ResponseWriter, r *http.Request) {
+			c, _, _ := w.(http.Hijacker).Hijack()
+			c.(*net.TCPConn).SetLinger(0)
+			c.Close()
+		})
+		tp := startProxy(t, testConfig(up.URL))
+		envelope(t, post(t, tp.url("/v1/completions"), `{}`), 502)
+	})
+}
+
+func TestDeadBackendIsRetriedElsewhere(t *testing.T) {
+	var served atomic.Int64
+	up := upstream(t, func(w http.ResponseWriter, r *http.Request) {
+		served.Add(1)
+		w.WriteHeader(200)
+	})
+	cfg := testConfig(deadAddr(t), up.URL)
+	cfg.Route.Policy = "round_robin"
+	tp := startProxy(t, cfg)
+	for i := 0; i < 20; i++ {
+		resp := post(t, tp.url("/v1/completions"), `{"prompt":"x"}`)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("request %d: status %d, want 200 after a re-pick", i, resp.StatusCode)
+		}
+	}
+	if served.Load() != 20 {
+		t.Fatalf("live backend served %d of 20", served.Load())
+	}
+	if r := tp.counter(t, "probegate_retries_total", nil); r < 1 {
+		t.Fatalf("retries_total = %v, want > 0", r)
+	}
+}
+
+func TestStartedRequestIsNeverResent(t *testing.T) {
+	var hits atomic.Int64
+	reset := func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		c, _, _ := w.(http.Hijacker).Hijack()
+		c.(*net.TCPConn).SetLinger(0)
+		c.Close()
+	}
+	a, b := upstream(t, reset), upstream(t, reset)
+	tp := startProxy(t, testConfig(a.URL, b.URL))
+	envelope(t, post(t, tp.url("/v1/completions"), `{}`), 502)
+	if hits.Load() != 1 {
+		t.Fatalf("a request that reached a backend was sent %d times", hits.Load())
+	}
+}
+
+func TestBreakerOpensAndRecovers(t *testing.T) {
+	var failing atomic.Bool
+	failing.Store(true)
+	var hits atomic.Int64
+	up := upstream(t, func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		if failing.Load() {
+			w.WriteHeader(500)
+			return
+		}
+		w.WriteHeader(200)
+	})
+	cfg := testConfig(up.URL)
+	tp := startProxy(t, cfg)
+	for i := 0; i < 3; i++ { // consecutive_failures = 3
+		resp := post(t, tp.url("/v1/completions"), `{}`)
+		resp.Body.Close()
+		if resp.StatusCode != 500 {
+			t.Fatalf("upstream 500 must pass through, got %d", resp.StatusCode)
+		}
+	}
+	// Open: the only backend is not eligible, 503 without touching it.
+	envelope(t, post(t, tp.url("/v1/completions"), `{}`), 503)
+	if hits.Load() != 3 {
+		t.Fatalf("open breaker let a request through (%d hits)", hits.Load())
+	}
+	if v := tp.counter(t, "probegate_breaker_state", nil); v != 2 {
+		t.Fatalf("breaker_state = %v, want 2 (open)", v)
+	}
+	failing.Store(false)
+	time.Sleep(cfg.Breaker.OpenFor.D() + 50*time.Millisecond)
+	resp := post(t, tp.url("/v1/completions"), `{}`)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("after open_for the half-open trial must reach the backend, got %d", resp.StatusCode)
+	}
+	if v := tp.counter(t, "probegate_breaker_state", nil); v != 0 {
+		t.Fatalf("breaker_state = %v after a successful trial, want 0", v)
+	}
+}
+
+func Test429IsNotABreakerFailure(t *testing.T) {
+	up := upstream(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(429) })
+	tp := startProxy(t, testConfig(up.URL))
+	for i := 0; i < 10; i++ {
+		resp := post(t, tp.url("/v1/completions"), `{}`)
+		resp.Body.Close()
+		if resp.StatusCode != 429 {
+			t.Fatalf("request %d: %d, want the backend's 429 (breaker must stay closed)", i, resp.StatusCode)
+		}
+	}
+}
+
+func TestClientDisconnectClosesUpstreamStream(t *testing.T) {
+	upstreamGone := make(chan struct{})
+	up := upstream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		f := w.(http.Flusher)
+		for {
+			if _, err := fmt.Fprint(w, "data: {}\n\n"); err != nil {
+				break
+			}
+			f.Flush()
+			select {
+			case <-r.Context().Done():
+				close(upstreamGone)
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+		close(upstreamGone)
+	})
+	tp := startProxy(t, testConfig(up.URL))
+	conn, err := net.Dial("tcp", tp.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(conn, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 15\r\n\r\n{\"stream\":true}")
+	br := bufio.NewReader(conn)
+	if _, err := br.ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	select {
+	case <-upstreamGone:
+	case <-time.After(3 * time.Second):
+		t.Fatal("the upstream stream kept running after the client left")
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for tp.counter(t, "probegate_requests_total", map[string]string{"code": "499"}) != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("a client that went away must be counted as 499")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if v := tp.counter(t, "probegate_breaker_state", nil); v != 0 {
+		t.Fatal("a client's cancellation must not count against the backend")
+	}
+}
+
+func TestGracefulShutdownFinishesStreams(t *testing.T) {
+	up := upstream(t, sseUpstream(6, 100*time.Millisecond))
+	cfg := testConfig(up.URL)
+	reg := Options{}
+	_ = reg
+	p, err := New(Options{Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	go func() { _ = p.Serve(ln) }()
+
+	resp := post(t, "http://"+ln.Addr().String()+"/v1/completions", `{"stream":true}`)
+	shutdownErr := make(chan error, 1)
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		shutdownErr <- p.Shutdown(ctx)
+	}()
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || !strings.HasSuffix(string(b), "data: [DONE]\n\n") {
+		t.Fatalf("in-flight stream cut by shutdown: err %v, body %q", err, b)
+	}
+	if err := <-shutdownErr; err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if _, err := net.DialTimeout("tcp", ln.Addr().String(), 200*time.Millisecond); err == nil {
+		t.Fatal("new connections must be refused after shutdown")
+	}
+}
+
+func TestIdleTimeoutCutsSilentStreamWithErrorFrame(t *testing.T) {
+	up := upstream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"first\":1}\n\n")
+		w.(http.Flusher).Flush()
+		select {
+		case <-r.Context().Done():
+		case <-time.After(5 * time.Second):
+		}
+	})
+	cfg := testConfig(up.URL)
+	cfg.Upstream.IdleTimeout = config.Duration(300 * time.Millisecond)
+	tp := startProxy(t, cfg)
+	start := time.Now()
+	resp := post(t, tp.url("/v1/completions"), `{"stream":true}`)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if el := time.Since(start); el > 2*time.Second {
+		t.Fatalf("silent stream lasted %v, want about idle_timeout", el)
+	}
+	if !strings.Contains(string(b), `"code":504`) {
+		t.Fatalf("want an error frame after the first, got %q", b)
+	}
+}

@@ -1,0 +1,158 @@
+package route
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"go.uber.org/goleak"
+
+	"github.com/probegate/probegate/internal/config"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		// fasthttp's own background sleepers: the idle-connection cleaner
+		// of each HostClient, the dialer's address cache cleaner, the server
+		// date updater and the worker pool cleaner. They wake up after
+		// seconds and exit; none of them is ours.
+		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*HostClient).connsCleaner"),
+		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*TCPDialer).tcpAddrsClean"),
+		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.updateServerDate.func1"),
+		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*workerPool).Start.func2"),
+	)
+}
+
+// testConfig returns a configuration for tests: the given backends, fast
+// breaker timings, no access log.
+func testConfig(backends ...string) *config.Config {
+	c := config.Default()
+	c.Backends.Static = backends
+	c.Route.Policy = "least_inflight"
+	c.Log.Access = false
+	c.Breaker.OpenFor = config.Duration(300 * time.Millisecond)
+	c.Breaker.ConsecutiveFailures = 3
+	c.Upstream.FirstByteTimeout = config.Duration(2 * time.Second)
+	c.Upstream.IdleTimeout = config.Duration(2 * time.Second)
+	c.Server.ShutdownGrace = config.Duration(5 * time.Second)
+	return c
+}
+
+// testProxy is a Proxy serving on a loopback listener.
+type testProxy struct {
+	*Proxy
+	addr string
+	reg  *prometheus.Registry
+}
+
+// startProxy serves cfg on 127.0.0.1 and stops it at cleanup.
+func startProxy(t *testing.T, cfg *config.Config, mut ...func(*Options)) *testProxy {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	opts := Options{Config: cfg, Registerer: reg}
+	for _, m := range mut {
+		m(&opts)
+	}
+	p, err := New(opts)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = p.Serve(ln); close(done) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = p.Shutdown(ctx)
+		<-done
+	})
+	return &testProxy{Proxy: p, addr: ln.Addr().String(), reg: reg}
+}
+
+// url returns the proxy URL of path.
+func (tp *testProxy) url(path string) string { return "http://" + tp.addr + path }
+
+// counter returns the value of a counter family's series with the given
+// label values (all series summed when labels is empty).
+func (tp *testProxy) counter(t *testing.T, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := tp.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if matches(m, labels) {
+				if m.Counter != nil {
+					sum += m.Counter.GetValue()
+				} else if m.Gauge != nil {
+					sum += m.Gauge.GetValue()
+				}
+			}
+		}
+	}
+	return sum
+}
+
+func matches(m *dto.Metric, labels map[string]string) bool {
+	for k, v := range labels {
+		found := false
+		for _, lp := range m.GetLabel() {
+			if lp.GetName() == k && lp.GetValue() == v {
+				found = true
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// upstream starts a fake model server with handler h.
+func upstream(t *testing.T, h http.HandlerFunc) *httptest.Server {
+	t.Helper()
+	s := httptest.NewServer(h)
+	t.Cleanup(s.Close)
+	return s
+}
+
+// deadAddr returns a loopback URL on which nothing listens.
+func deadAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return "http://" + addr
+}
+
+// client returns an HTTP client that does not reuse connections across
+// tests.
+func client() *http.Client {
+	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+}
+
+func post(t *testing.T, url, body string) *http.Response {
+	t.Helper()
+	resp, err := client().Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("POST %s: %v", url, err)
+	}
+	return resp
+}

@@ -1,0 +1,193 @@
+package route
+
+import (
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/probegate/probegate/breaker"
+	"github.com/probegate/probegate/probe"
+)
+
+// Metrics holds the probegate_* families. It registers on an injected
+// Registerer (never the global one) and implements probe.Observer so the
+// prober and scraper report without importing Prometheus. Safe for
+// concurrent use.
+type Metrics struct {
+	requestsVec      *prometheus.CounterVec
+	duration         prometheus.Histogram
+	firstByte        prometheus.Histogram
+	probesVec        *prometheus.CounterVec
+	probeDuration    prometheus.Histogram
+	decisionsVec     *prometheus.CounterVec
+	stateAge         prometheus.Histogram
+	scrapesVec       *prometheus.CounterVec
+	scrapeIntervalV  *prometheus.GaugeVec
+	retries          prometheus.Counter
+	shed             prometheus.Counter
+	probes           map[string]prometheus.Counter // by outcome, resolved once
+	decisions        [probe.SourceOracle + 1]prometheus.Counter
+	codeNames        sync.Map // int -> string, status code label cache
+	scrapeIntervalMu sync.Mutex
+}
+
+var _ probe.Observer = (*Metrics)(nil)
+
+func newMetrics(reg prometheus.Registerer, p *Proxy) (*Metrics, error) {
+	m := &Metrics{
+		requestsVec: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "probegate_requests_total",
+			Help: "Requests answered, by backend (\"none\" when no backend was reached) and HTTP status (499: the client went away).",
+		}, []string{"backend", "code"}),
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "probegate_request_duration_seconds",
+			Help:    "Time from receiving a request to the end of its response (the whole stream).",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 20),
+		}),
+		firstByte: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "probegate_first_byte_seconds",
+			Help:    "Time from receiving a request to the upstream's response headers (routing, probing and the backend's time to first byte).",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 20),
+		}),
+		probesVec: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "probegate_probes_total",
+			Help: "Synchronous probes by outcome: ok, timeout, error, hedge (a hedged probe sent), skipped_fresh (cached state fresh enough).",
+		}, []string{"outcome"}),
+		probeDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "probegate_probe_duration_seconds",
+			Help:    "Round-trip time of answered synchronous probes.",
+			Buckets: prometheus.ExponentialBuckets(0.00005, 2, 16),
+		}),
+		decisionsVec: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "probegate_decisions_total",
+			Help: "Routing decisions by the source of the winner's state: probe, orca, scrape, local (this proxy's in-flight count alone).",
+		}, []string{"source"}),
+		stateAge: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "probegate_decision_state_age_seconds",
+			Help:    "Age of the load report the winning backend was judged on.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18),
+		}),
+		scrapesVec: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "probegate_scrapes_total",
+			Help: "Asynchronous scrapes by backend and outcome (ok, timeout, error).",
+		}, []string{"backend", "outcome"}),
+		scrapeIntervalV: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "probegate_scrape_interval_seconds",
+			Help: "Current scrape interval per backend (adaptive: follows the request rate sent to it).",
+		}, []string{"backend"}),
+		retries: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "probegate_retries_total",
+			Help: "Requests re-picked on another backend because nothing reached the first one.",
+		}),
+		shed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "probegate_shed_total",
+			Help: "Requests answered 429 because every candidate was saturated (route.saturation.shed).",
+		}),
+		probes: make(map[string]prometheus.Counter),
+	}
+	for _, o := range []string{"ok", "timeout", "error", "hedge", "skipped_fresh"} {
+		m.probes[o] = m.probesVec.WithLabelValues(o)
+	}
+	for s := probe.SourceNone; s <= probe.SourceOracle; s++ {
+		m.decisions[s] = m.decisionsVec.WithLabelValues(s.String())
+	}
+	for _, c := range []prometheus.Collector{
+		m.requestsVec, m.duration, m.firstByte, m.probesVec, m.probeDuration,
+		m.decisionsVec, m.stateAge, m.scrapesVec, m.scrapeIntervalV, m.retries, m.shed,
+		&poolCollector{p: p},
+	} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// requests counts one answered request; b is nil when no backend was reached.
+func (m *Metrics) requests(b *Backend, code int) {
+	name := "none"
+	if b != nil {
+		name = b.addr
+	}
+	m.requestsVec.WithLabelValues(name, m.codeName(code)).Inc()
+}
+
+func (m *Metrics) codeName(code int) string {
+	if v, ok := m.codeNames.Load(code); ok {
+		return v.(string)
+	}
+	s := strconv.Itoa(code)
+	m.codeNames.Store(code, s)
+	return s
+}
+
+// decided counts one routing decision.
+func (m *Metrics) decided(d decision) {
+	if int(d.source) < len(m.decisions) {
+		m.decisions[d.source].Inc()
+	}
+	if d.source != probe.SourceLocal && d.source != probe.SourceNone {
+		m.stateAge.Observe(d.age.Seconds())
+	}
+}
+
+// Probe implements probe.Observer.
+func (m *Metrics) Probe(outcome string, d time.Duration) {
+	if c, ok := m.probes[outcome]; ok {
+		c.Inc()
+	}
+	if outcome == "ok" {
+		m.probeDuration.Observe(d.Seconds())
+	}
+}
+
+// Scrape implements probe.Observer.
+func (m *Metrics) Scrape(addr, outcome string) {
+	m.scrapesVec.WithLabelValues(addr, outcome).Inc()
+}
+
+// ScrapeInterval implements probe.Observer.
+func (m *Metrics) ScrapeInterval(addr string, d time.Duration) {
+	m.scrapeIntervalV.WithLabelValues(addr).Set(d.Seconds())
+}
+
+// poolCollector reports per-backend gauges read from the live pool at
+// scrape time, so the request path pays nothing for them and removed
+// backends disappear from /metrics.
+type poolCollector struct{ p *Proxy }
+
+var (
+	inflightDesc = prometheus.NewDesc("probegate_backend_inflight",
+		"Requests this proxy has in flight to each backend.", []string{"backend"}, nil)
+	breakerDesc = prometheus.NewDesc("probegate_breaker_state",
+		"Circuit breaker state per backend: 0 closed, 1 half-open, 2 open.", []string{"backend"}, nil)
+)
+
+func (c *poolCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- inflightDesc
+	ch <- breakerDesc
+}
+
+func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
+	pool := c.p.pool.Load()
+	if pool == nil {
+		return
+	}
+	for _, b := range pool.backends {
+		ch <- prometheus.MustNewConstMetric(inflightDesc, prometheus.GaugeValue, float64(b.state.Inflight()), b.addr)
+		st := b.brk.State()
+		ch <- prometheus.MustNewConstMetric(breakerDesc, prometheus.GaugeValue, float64(breakerValue(st)), b.addr)
+	}
+}
+
+func breakerValue(s breaker.State) int {
+	switch s {
+	case breaker.HalfOpen:
+		return 1
+	case breaker.Open:
+		return 2
+	}
+	return 0
+}

@@ -1,0 +1,262 @@
+package route
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/probegate/probegate/internal/config"
+	"github.com/probegate/probegate/probe"
+)
+
+// policy names route.policy values.
+type policy uint8
+
+// Routing policies. policyOracle is not accepted from config.yaml: the
+// benchmark enables it through Options.Oracle.
+const (
+	policyProbe policy = iota
+	policyCached
+	policyLeastInflight
+	policyRoundRobin
+	policyRandom
+	policyOracle
+)
+
+func parsePolicy(s string) (policy, error) {
+	switch s {
+	case "probe", "":
+		return policyProbe, nil
+	case "cached":
+		return policyCached, nil
+	case "least_inflight":
+		return policyLeastInflight, nil
+	case "round_robin":
+		return policyRoundRobin, nil
+	case "random":
+		return policyRandom, nil
+	case "oracle":
+		return policyOracle, nil
+	}
+	return 0, fmt.Errorf("route.policy: unknown policy %q", s)
+}
+
+// usesReports reports whether the policy reads load reports (and so needs
+// the scraper and ORCA).
+func (p policy) usesReports() bool { return p == policyProbe || p == policyCached }
+
+// decision is what the router decided for one attempt, for metrics and logs.
+type decision struct {
+	source   probe.Source
+	age      time.Duration
+	probed   int
+	answered int
+	sampled  int
+}
+
+// loraWindow is how long a dispatch of an adapter to a backend counts as
+// "loaded there" without a report saying so.
+const loraWindow = 10 * time.Second
+
+// pick chooses a backend for one attempt, never choosing one in exclude.
+// It returns ErrNoBackend when nothing is eligible and ErrSaturated when
+// shedding is on and every candidate is known to be saturated.
+func (p *Proxy) pick(ctx context.Context, rc *reqCtx, rt *runtime, pool *Pool, exclude []*Backend) (*Backend, decision, error) {
+	var dec decision
+	bs := pool.backends
+	if len(bs) == 0 {
+		return nil, dec, ErrNoBackend
+	}
+	switch rt.policy {
+	case policyRoundRobin:
+		n := uint64(len(bs))
+		start := p.rr.Add(1)
+		for i := uint64(0); i < n; i++ {
+			b := bs[(start+i)%n]
+			if b.Eligible() && !contains(exclude, b) {
+				dec.source = probe.SourceNone
+				return b, dec, nil
+			}
+		}
+		return nil, dec, ErrNoBackend
+	case policyRandom:
+		if sampleEligible(bs, rc.sample[:1], exclude, p.rand) == 0 {
+			return nil, dec, ErrNoBackend
+		}
+		return rc.sample[0], dec, nil
+	case policyLeastInflight:
+		k := sampleEligible(bs, rc.sample[:rt.d], exclude, p.rand)
+		if k == 0 {
+			return nil, dec, ErrNoBackend
+		}
+		dec.sampled = k
+		rc.cands = rc.cands[:0]
+		for i := 0; i < k; i++ {
+			rc.cands = append(rc.cands, Candidate{Index: i, Queue: float64(rc.sample[i].state.Inflight())})
+		}
+		i := PickLeast(rc.cands, p.rand())
+		dec.source = probe.SourceLocal
+		return rc.sample[rc.cands[i].Index], dec, nil
+	case policyCached, policyOracle:
+		// Score every eligible backend, as EPP does (and as the oracle's
+		// "best of all servers" requires).
+		rc.all = rc.all[:0]
+		for _, b := range bs {
+			if b.Eligible() && !contains(exclude, b) {
+				rc.all = append(rc.all, b)
+			}
+		}
+		if len(rc.all) == 0 {
+			return nil, dec, ErrNoBackend
+		}
+		dec.sampled = len(rc.all)
+		return p.score(rc, rt, rc.all, &dec)
+	default: // policyProbe
+		d := rt.d
+		k := 0
+		if a := p.affine(rc, rt, bs, exclude); a != nil {
+			rc.sample[0] = a
+			k = 1
+			exclude = append(rc.excl[:0], exclude...)
+			exclude = append(exclude, a)
+		}
+		k += sampleEligible(bs, rc.sample[k:d], exclude, p.rand)
+		if k == 0 {
+			return nil, dec, ErrNoBackend
+		}
+		dec.sampled = k
+		cands := rc.sample[:k]
+		spares := rc.spare[:0]
+		if rt.prober != nil && rt.hedges > 0 && len(bs) > k {
+			rc.excl = append(rc.excl[:0], exclude...)
+			rc.excl = append(rc.excl, cands...)
+			n := sampleEligible(bs, rc.spare[:rt.hedges], rc.excl, p.rand)
+			spares = rc.spare[:n]
+		}
+		rc.states = rc.states[:0]
+		for _, b := range cands {
+			rc.states = append(rc.states, b.state)
+		}
+		rc.spareStates = rc.spareStates[:0]
+		for _, b := range spares {
+			rc.spareStates = append(rc.spareStates, b.state)
+		}
+		if rt.prober != nil {
+			res := rt.prober.Run(ctx, rc.states, rc.spareStates)
+			dec.probed = res.Probed
+			dec.answered = res.Answered
+			// Hedged backends are candidates too: their fresh answers
+			// may make them the best choice.
+			for _, b := range spares[:res.SparesUsed] {
+				rc.sample[k] = b
+				k++
+			}
+		}
+		return p.score(rc, rt, rc.sample[:k], &dec)
+	}
+}
+
+// affine returns the eligible backend with the longest prefix match for this
+// request (at least one block), or nil. It lets prefix affinity survive
+// sampling: the cached backend is always among the candidates, and the
+// probe decides whether it is too loaded to use.
+func (p *Proxy) affine(rc *reqCtx, rt *runtime, bs []*Backend, exclude []*Backend) *Backend {
+	if rt.weights.Prefix <= 0 || rc.info.NBlocks == 0 {
+		return nil
+	}
+	blocks := rc.info.Blocks[:rc.info.NBlocks]
+	var best *Backend
+	bestN := 0
+	for _, b := range bs {
+		if n := b.prefix.Match(blocks); n > bestN && b.Eligible() && !contains(exclude, b) {
+			best, bestN = b, n
+		}
+	}
+	return best
+}
+
+// score builds each backend's candidate value from its view and picks the
+// best (PickBest). It records the deciding source and state age in dec.
+func (p *Proxy) score(rc *reqCtx, rt *runtime, bs []*Backend, dec *decision) (*Backend, decision, error) {
+	now := p.now()
+	rc.cands = rc.cands[:0]
+	adapter := false
+	for i, b := range bs {
+		var v probe.View
+		if rt.policy == policyOracle && p.oracle != nil {
+			v = oracleView(p.oracle, b, now)
+		} else {
+			v = b.state.View(now, rt.staleAfter)
+		}
+		rc.views = append(rc.views[:i], v)
+		if v.MaxLoRA > 0 {
+			p.adapters.Learn(&v)
+		}
+	}
+	if rc.info.ModelHash != 0 {
+		adapter = p.adapters.Has(rc.info.ModelHash)
+	}
+	blocks := rc.info.Blocks[:rc.info.NBlocks]
+	for i, b := range bs {
+		v := &rc.views[i]
+		c := Candidate{Index: i, Queue: v.Queue, KVUse: v.KVUse, Known: v.Source != probe.SourceLocal && v.Source != probe.SourceNone}
+		if len(blocks) > 0 {
+			c.Prefix = float64(b.prefix.Match(blocks)) / float64(len(blocks))
+		}
+		c.LoRA = loraScore(rc.info.ModelHash, adapter, v, &b.lora, now, loraWindow)
+		if c.Known {
+			if rt.sat.MaxKVCache > 0 && v.KVUse >= rt.sat.MaxKVCache {
+				c.Saturated = true
+			}
+			if rt.sat.MaxWaiting > 0 && v.Waiting >= rt.sat.MaxWaiting {
+				c.Saturated = true
+			}
+		}
+		rc.cands = append(rc.cands, c)
+	}
+	i, allSat := PickBest(rc.cands, &rt.weights, p.rand())
+	if i < 0 {
+		return nil, *dec, ErrNoBackend
+	}
+	if allSat && rt.sat.Shed {
+		return nil, *dec, ErrSaturated
+	}
+	v := &rc.views[rc.cands[i].Index]
+	dec.source = v.Source
+	dec.age = v.Age
+	return bs[rc.cands[i].Index], *dec, nil
+}
+
+// oracleView turns the oracle's true state into a view.
+func oracleView(o func(addr string) (probe.Load, bool), b *Backend, now time.Time) probe.View {
+	l, ok := o(b.addr)
+	if !ok {
+		return b.state.View(now, 0)
+	}
+	return probe.View{
+		Queue: float64(l.Running + l.Waiting), Waiting: l.Waiting, KVUse: l.KVUse,
+		MaxLoRA: l.MaxLoRA, RunningLoRAs: l.RunningLoRAs, WaitingLoRAs: l.WaitingLoRAs,
+		Source: probe.SourceOracle, Inflight: b.state.Inflight(),
+	}
+}
+
+// runtime is the reloadable part of the configuration, resolved once per
+// reload into the values the request path needs. Immutable once published.
+type runtime struct {
+	cfg           *config.Config
+	policy        policy
+	d             int
+	hedges        int
+	weights       Weights
+	sat           config.Saturation
+	prober        *probe.Prober
+	probeDeadline time.Duration
+	staleAfter    time.Duration
+	orca          bool
+	retries       int
+	blockChars    int
+	maxBlocks     int
+	maxBody       int64
+	idle          time.Duration
+	accessLog     bool
+}

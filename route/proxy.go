@@ -1,0 +1,364 @@
+// Package route answers "which backend gets this request?" and forwards it.
+// It holds the pool of backends, sampling, scoring and picking (pure
+// functions over values), prefix and LoRA affinity, the fasthttp forwarding
+// handler with streaming, error mapping, metrics and the admin endpoints.
+//
+// The request path loads immutable snapshots (the pool, the runtime
+// configuration) through atomic pointers and takes no lock; the control
+// plane (reload, DNS refresh) builds new snapshots and swaps them in.
+package route
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+	"github.com/valyala/fasthttp"
+
+	"github.com/probegate/probegate/breaker"
+	"github.com/probegate/probegate/internal/config"
+	"github.com/probegate/probegate/probe"
+)
+
+// Options are the dependencies of a Proxy. Only Config is required.
+type Options struct {
+	// Config is the validated configuration.
+	Config *config.Config
+	// Logger receives access and state-transition logs. Default: disabled.
+	Logger zerolog.Logger
+	// Registerer receives the probegate_* metrics. Default: a private
+	// registry (see Proxy.Gatherer).
+	Registerer prometheus.Registerer
+	// Gatherer serves /metrics on the admin handler. Default: the private
+	// registry, or Registerer when it is a *prometheus.Registry.
+	Gatherer prometheus.Gatherer
+	// Now is the clock. Default: time.Now.
+	Now func() time.Time
+	// Rand is the request path's randomness. Default: math/rand/v2.Uint64.
+	Rand Rand
+	// LookupHost resolves backends.dns. Default: net.DefaultResolver.
+	LookupHost func(ctx context.Context, host string) ([]string, error)
+	// Fetcher fetches load for probes and scrapes. Default: probe.HTTPFetcher.
+	Fetcher probe.Fetcher
+	// Oracle, when set, enables the policy "oracle" (benchmark only): it
+	// returns a backend's true state at this instant by host:port.
+	Oracle func(addr string) (probe.Load, bool)
+}
+
+// Proxy is a running probegate router. Create it with New, serve with
+// Serve, reload with Reload, stop with Shutdown. Safe for concurrent use.
+type Proxy struct {
+	// Immutable after New.
+	log     zerolog.Logger
+	now     func() time.Time
+	rand    Rand
+	lookup  func(ctx context.Context, host string) ([]string, error)
+	fetcher probe.Fetcher
+	oracle  func(addr string) (probe.Load, bool)
+	metrics *Metrics
+	gather  prometheus.Gatherer
+	server  *fasthttp.Server
+	rcPool  sync.Pool
+
+	// Published snapshots, loaded lock-free on the request path.
+	rt   atomic.Pointer[runtime]
+	pool atomic.Pointer[Pool]
+
+	// Lock-free counters and tables.
+	rr       atomic.Uint64
+	adapters adapterSet
+	inflight atomic.Int64 // requests whose response is not yet settled
+
+	// Control plane, guarded by mu.
+	mu        sync.Mutex
+	backends  map[string]*Backend // every backend in the pool or draining
+	scraper   *probe.Scraper
+	scraping  bool
+	dnsCancel context.CancelFunc
+	dnsDone   chan struct{}
+	dnsAddrs  []string
+	closed    bool
+}
+
+// New builds a Proxy from opts and starts its background loops (scrapes,
+// DNS refresh). It does not listen: call Serve.
+func New(opts Options) (*Proxy, error) {
+	if opts.Config == nil {
+		return nil, errors.New("route: Options.Config is required")
+	}
+	p := &Proxy{
+		log:      opts.Logger,
+		now:      opts.Now,
+		rand:     opts.Rand,
+		lookup:   opts.LookupHost,
+		fetcher:  opts.Fetcher,
+		oracle:   opts.Oracle,
+		backends: make(map[string]*Backend),
+	}
+	if p.now == nil {
+		p.now = time.Now
+	}
+	if p.rand == nil {
+		p.rand = rand.Uint64
+	}
+	if p.lookup == nil {
+		p.lookup = net.DefaultResolver.LookupHost
+	}
+	if p.fetcher == nil {
+		p.fetcher = &probe.HTTPFetcher{}
+	}
+	reg := opts.Registerer
+	gather := opts.Gatherer
+	if reg == nil {
+		r := prometheus.NewRegistry()
+		reg, gather = r, r
+	} else if gather == nil {
+		if r, ok := reg.(*prometheus.Registry); ok {
+			gather = r
+		} else {
+			gather = prometheus.DefaultGatherer
+		}
+	}
+	p.gather = gather
+	m, err := newMetrics(reg, p)
+	if err != nil {
+		return nil, err
+	}
+	p.metrics = m
+	p.rcPool.New = func() any { return newReqCtx() }
+
+	rt, err := p.buildRuntime(opts.Config)
+	if err != nil {
+		return nil, err
+	}
+	p.rt.Store(rt)
+	p.pool.Store(&Pool{})
+	sc := probe.ScrapeConfigFrom(opts.Config.Scrape)
+	ep, err := probe.ParseEndpoint(opts.Config.Probe.Endpoint)
+	if err != nil {
+		return nil, fmt.Errorf("probe.endpoint: %w", err)
+	}
+	p.scraper = probe.NewScraper(sc, p.fetcher, ep, m, p.log)
+	p.server = p.newServer(opts.Config)
+
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.applyBackendsLocked(opts.Config, nil); err != nil {
+		p.scraper.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// buildRuntime resolves cfg into the request path's runtime values.
+func (p *Proxy) buildRuntime(cfg *config.Config) (*runtime, error) {
+	pol, err := parsePolicy(cfg.Route.Policy)
+	if err != nil {
+		return nil, err
+	}
+	if pol == policyOracle && p.oracle == nil {
+		return nil, errors.New("route.policy: oracle is only available to the benchmark")
+	}
+	d := cfg.Route.D
+	if d < 1 {
+		d = 1
+	}
+	if d > maxD {
+		return nil, fmt.Errorf("route.d: must be <= %d", maxD)
+	}
+	hedges := cfg.Probe.Hedges
+	if hedges > maxD {
+		hedges = maxD
+	}
+	rt := &runtime{
+		cfg:    cfg,
+		policy: pol,
+		d:      d,
+		hedges: hedges,
+		weights: Weights{
+			Queue: cfg.Route.Weights.Queue, KVCache: cfg.Route.Weights.KVCache,
+			Prefix: cfg.Route.Weights.Prefix, LoRA: cfg.Route.Weights.LoRA,
+		},
+		sat:           cfg.Route.Saturation,
+		probeDeadline: cfg.Probe.Deadline.D(),
+		staleAfter:    cfg.Scrape.StaleAfter.D(),
+		orca:          cfg.Probe.ORCA && pol.usesReports(),
+		retries:       cfg.Upstream.Retries,
+		blockChars:    cfg.Route.Prefix.BlockChars,
+		maxBlocks:     cfg.Route.Prefix.MaxBlocks,
+		maxBody:       cfg.Server.MaxBodyBytes,
+		idle:          cfg.Upstream.IdleTimeout.D(),
+		accessLog:     cfg.Log.Access,
+	}
+	if rt.retries > maxRetries {
+		rt.retries = maxRetries
+	}
+	if pol == policyProbe {
+		pc, err := probe.ProberConfigFrom(cfg.Probe, d)
+		if err != nil {
+			return nil, fmt.Errorf("probe: %w", err)
+		}
+		rt.prober = probe.NewProber(pc, p.fetcher, p.metrics, p.now)
+	}
+	return rt, nil
+}
+
+// maxD bounds route.d and probe.hedges so per-request scratch is fixed.
+const maxD = 64
+
+// maxRetries bounds upstream.retries.
+const maxRetries = 4
+
+// Reload applies a new, already validated configuration: policy, weights,
+// probing and backends change for the next request; in-flight requests
+// finish on the backends they started on. Listener addresses, upstream
+// timeouts of existing backends and the scrape loop's settings take effect
+// only on restart (for backends that stay).
+func (p *Proxy) Reload(cfg *config.Config) error {
+	rt, err := p.buildRuntime(cfg)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return errors.New("route: proxy is shut down")
+	}
+	old := p.rt.Load()
+	p.rt.Store(rt)
+	if err := p.applyBackendsLocked(cfg, old.cfg); err != nil {
+		p.rt.Store(old)
+		return err
+	}
+	return nil
+}
+
+// applyBackendsLocked starts DNS discovery or applies the static list. Call
+// with p.mu held.
+func (p *Proxy) applyBackendsLocked(cfg, old *config.Config) error {
+	if cfg.Backends.DNS != "" {
+		if old == nil || old.Backends.DNS != cfg.Backends.DNS || old.Backends.DNSRefresh != cfg.Backends.DNSRefresh {
+			p.stopDNSLocked()
+			p.startDNSLocked(cfg)
+		} else {
+			p.setBackendsLocked(cfg, p.dnsAddrs)
+		}
+		return nil
+	}
+	p.stopDNSLocked()
+	urls := make([]string, 0, len(cfg.Backends.Static))
+	urls = append(urls, cfg.Backends.Static...)
+	p.setBackendsLocked(cfg, urls)
+	return nil
+}
+
+// setBackendsLocked publishes a pool of exactly urls (base URLs or
+// host:port), reusing the Backends of addresses that stay and draining
+// those that go. Call with p.mu held.
+func (p *Proxy) setBackendsLocked(cfg *config.Config, urls []string) {
+	rt := p.rt.Load()
+	keep := make(map[string]bool, len(urls))
+	next := make([]*Backend, 0, len(urls))
+	for _, u := range urls {
+		addr, tls := splitBackendURL(u)
+		if keep[addr] {
+			continue
+		}
+		keep[addr] = true
+		b := p.backends[addr]
+		if b == nil || b.draining.Load() && b.closed.Load() {
+			b = p.newBackend(addr, u, tls, cfg)
+			p.backends[addr] = b
+			p.log.Info().Str("backend", addr).Msg("backend added")
+		} else if b.draining.Load() {
+			b.draining.Store(false)
+			p.log.Info().Str("backend", addr).Msg("backend returned before it finished draining")
+		}
+		next = append(next, b)
+	}
+	sort.Slice(next, func(i, j int) bool { return next[i].addr < next[j].addr })
+	for addr, b := range p.backends {
+		if !keep[addr] && !b.draining.Load() {
+			b.draining.Store(true)
+			p.log.Info().Str("backend", addr).Int("inflight", b.state.Inflight()).Msg("backend removed: draining")
+		}
+	}
+	// Scrape exactly the pool's backends when the policy reads reports.
+	for addr, b := range p.backends {
+		if keep[addr] && rt.policy.usesReports() {
+			p.scraper.Add(b.state)
+		} else {
+			p.scraper.Remove(b.state)
+		}
+	}
+	p.pool.Store(&Pool{backends: next})
+	p.reapLocked()
+}
+
+// reapLocked forgets draining backends with nothing in flight and closes
+// their idle connections. Call with p.mu held.
+func (p *Proxy) reapLocked() {
+	for addr, b := range p.backends {
+		if b.draining.Load() && b.state.Inflight() == 0 {
+			b.closed.Store(true)
+			b.hc.CloseIdleConnections()
+			delete(p.backends, addr)
+			p.log.Info().Str("backend", addr).Msg("backend drained")
+		}
+	}
+}
+
+// newBackend builds a Backend for addr.
+func (p *Proxy) newBackend(addr, url string, tls bool, cfg *config.Config) *Backend {
+	b := &Backend{
+		addr:   addr,
+		url:    url,
+		state:  probe.NewState(addr),
+		hc:     newHostClient(addr, tls, cfg.Upstream),
+		prefix: newPrefixTable(cfg.Route.Prefix.EntriesPerBackend),
+	}
+	b.brk = breaker.New(addr, cfg.Breaker, func(name string, from, to breaker.State) {
+		ev := p.log.Warn()
+		if to == breaker.Closed {
+			ev = p.log.Info()
+		}
+		ev.Str("backend", name).Str("from", from.String()).Str("to", to.String()).Msg("breaker state changed")
+	})
+	return b
+}
+
+// Pool returns the current pool snapshot.
+func (p *Proxy) Pool() *Pool { return p.pool.Load() }
+
+// Ready reports whether at least one backend is eligible.
+func (p *Proxy) Ready() bool { return p.pool.Load().anyEligible() }
+
+// Gatherer returns the registry the proxy's metrics are gathered from.
+func (p *Proxy) Gatherer() prometheus.Gatherer { return p.gather }
+
+// Close stops the background loops and closes idle upstream connections.
+// It does not wait for in-flight requests: use Shutdown for that.
+func (p *Proxy) Close() {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	p.closed = true
+	p.stopDNSLocked()
+	p.mu.Unlock()
+	p.scraper.Close()
+	p.mu.Lock()
+	for _, b := range p.backends {
+		b.hc.CloseIdleConnections()
+	}
+	p.mu.Unlock()
+}

@@ -1,0 +1,157 @@
+package route
+
+import (
+	"net"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/probegate/probegate/internal/config"
+)
+
+// deadlineConn is an upstream connection that manages its own read
+// deadlines, because fasthttp's ReadTimeout and DoDeadline set one deadline
+// over the whole response and would cut long streams. After a request is
+// written, the next read may wait up to firstByte (upstream.first_byte_timeout:
+// the model server may think before it answers); once bytes flow, every read
+// may wait up to idle (upstream.idle_timeout), so a stream that keeps sending
+// lives as long as it needs and a silent one is cut. Deadlines that fasthttp
+// asks for are ignored: this type owns them.
+//
+// A connection is used by one request at a time; the atomic only makes the
+// hand-over between the handler goroutine (write) and the response writer
+// (body reads) explicit.
+type deadlineConn struct {
+	net.Conn
+	firstByte, idle time.Duration
+	awaiting        atomic.Bool // a request was written and no byte read yet
+}
+
+func (c *deadlineConn) Write(p []byte) (int, error) {
+	c.awaiting.Store(true)
+	_ = c.Conn.SetWriteDeadline(time.Now().Add(c.idle))
+	return c.Conn.Write(p)
+}
+
+func (c *deadlineConn) Read(p []byte) (int, error) {
+	d := c.idle
+	if c.awaiting.Load() {
+		d = c.firstByte
+	}
+	_ = c.Conn.SetReadDeadline(time.Now().Add(d))
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.awaiting.Store(false)
+	}
+	return n, err
+}
+
+// SetReadDeadline is a no-op: deadlineConn owns its read deadlines.
+func (c *deadlineConn) SetReadDeadline(time.Time) error { return nil }
+
+// SetWriteDeadline is a no-op: deadlineConn owns its write deadlines.
+func (c *deadlineConn) SetWriteDeadline(time.Time) error { return nil }
+
+// SetDeadline is a no-op: deadlineConn owns its deadlines.
+func (c *deadlineConn) SetDeadline(time.Time) error { return nil }
+
+// newHostClient returns the pooled fasthttp client of one backend. It never
+// retries by itself (the router decides what may be re-sent), streams
+// response bodies, keeps idle connections for less than vLLM's 5 s
+// keep-alive, and forwards paths and header names byte for byte.
+func newHostClient(addr string, tls bool, up config.Upstream) *fasthttp.HostClient {
+	connect := up.ConnectTimeout.D()
+	firstByte, idle := up.FirstByteTimeout.D(), up.IdleTimeout.D()
+	dialer := &net.Dialer{Timeout: connect, KeepAlive: 30 * time.Second}
+	return &fasthttp.HostClient{
+		Addr:  addr,
+		IsTLS: tls,
+		Dial: func(a string) (net.Conn, error) {
+			c, err := dialer.Dial("tcp", a)
+			if err != nil {
+				return nil, err
+			}
+			return &deadlineConn{Conn: c, firstByte: firstByte, idle: idle}, nil
+		},
+		MaxConns:                      up.MaxConnsPerBackend,
+		MaxIdleConnDuration:           up.IdleConnTTL.D(),
+		MaxConnWaitTimeout:            connect,
+		MaxIdemponentCallAttempts:     1,
+		RetryIf:                       func(*fasthttp.Request) bool { return false },
+		StreamResponseBody:            true,
+		NoDefaultUserAgentHeader:      true,
+		DisableHeaderNamesNormalizing: true,
+		DisablePathNormalizing:        true,
+		ReadBufferSize:                64 << 10,
+	}
+}
+
+// splitBackendURL turns a configured base URL into host:port and whether it
+// uses TLS. Validation already guaranteed the shape.
+func splitBackendURL(u string) (addr string, tls bool) {
+	switch {
+	case strings.HasPrefix(u, "https://"):
+		u, tls = u[len("https://"):], true
+	case strings.HasPrefix(u, "http://"):
+		u = u[len("http://"):]
+	}
+	u = strings.TrimSuffix(u, "/")
+	return u, tls
+}
+
+// hopHeaders are the hop-by-hop headers a proxy must not forward
+// (RFC 9110 section 7.6.1), in fasthttp's canonical form.
+var hopHeaders = []string{
+	"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate",
+	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
+}
+
+// stripHopRequest removes hop-by-hop headers from an outgoing request,
+// including those named by its Connection header.
+func stripHopRequest(h *fasthttp.RequestHeader) {
+	if c := h.Peek("Connection"); len(c) > 0 {
+		forEachToken(c, func(name []byte) { h.DelBytes(name) })
+	}
+	for _, k := range hopHeaders {
+		h.Del(k)
+	}
+	h.ResetConnectionClose()
+}
+
+// stripHopResponse removes hop-by-hop headers from a response going back to
+// the client.
+func stripHopResponse(h *fasthttp.ResponseHeader) {
+	if c := h.Peek("Connection"); len(c) > 0 {
+		forEachToken(c, func(name []byte) { h.DelBytes(name) })
+	}
+	for _, k := range hopHeaders {
+		h.Del(k)
+	}
+	h.ResetConnectionClose()
+}
+
+// forEachToken calls f with each comma-separated, trimmed token of v.
+func forEachToken(v []byte, f func([]byte)) {
+	for len(v) > 0 {
+		i := 0
+		for i < len(v) && v[i] != ',' {
+			i++
+		}
+		tok := v[:i]
+		for len(tok) > 0 && (tok[0] == ' ' || tok[0] == '\t') {
+			tok = tok[1:]
+		}
+		for len(tok) > 0 && (tok[len(tok)-1] == ' ' || tok[len(tok)-1] == '\t') {
+			tok = tok[:len(tok)-1]
+		}
+		if len(tok) > 0 {
+			f(tok)
+		}
+		if i == len(v) {
+			break
+		}
+		v = v[i+1:]
+	}
+}
