@@ -90,11 +90,13 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(b)
 }
 
-// block waits until the client goes away or the generation shuts down.
+// block waits until the client goes away, or aborts the handler when the
+// generation shuts down.
 func (g *generation) block(ctx context.Context) {
 	select {
 	case <-ctx.Done():
 	case <-g.quit:
+		panic(http.ErrAbortHandler)
 	}
 }
 

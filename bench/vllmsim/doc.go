@@ -21,6 +21,19 @@
 // depends on the LoRA adapter and the request's cache_salt, as vLLM chains its block
 // hashes. Generated text is a fixed cycle of short words, one word per token.
 //
+// HTTP surface of a Server (vLLM's shapes and framing): POST /v1/completions and
+// /v1/chat/completions (streaming SSE or one JSON answer with usage; ORCA
+// endpoint-load-metrics on non-streaming answers when asked with
+// endpoint-load-metrics-format TEXT or JSON; X-Request-Id echoed), GET /v1/models,
+// /health, /version, /load ({"server_load":N}), /metrics (vLLM's Prometheus text
+// exposition, ~33 KB) and, for benchmarks, /sim/state (the true State as JSON).
+// Errors use vLLM's envelope {"error":{"message","type","param","code"}}.
+//
+// Time: the Engine counts simulated (GPU) time. A Server sleeps each step's
+// simulated duration times Config.TimeScale; latency histograms in /metrics and
+// State.Now are in simulated seconds (wall time / TimeScale). Fault delays
+// (Faults.ProbeDelay) are wall time and are not scaled.
+//
 // The package imports nothing from the rest of this module, so any package's tests
 // can use it.
 package vllmsim

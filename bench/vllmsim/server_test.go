@@ -666,3 +666,18 @@ func TestModelsHealthState(t *testing.T) {
 		t.Errorf("per-server seeds %v", seeds)
 	}
 }
+
+func TestWallTimingFollowsModel(t *testing.T) {
+	s := startServer(t, func(c *Config) { c.TimeScale = 0.5 })
+	c := newClient(t)
+	start := time.Now()
+	resp := post(t, c, s.URL()+"/v1/completions", `{"model":"meta-llama/Llama-3.1-8B-Instruct","prompt":"hello","max_tokens":100,"ignore_eos":true}`)
+	resp.Body.Close()
+	wall := time.Since(start)
+	st := s.Stats()
+	model := time.Duration(st.E2E.Sum * float64(time.Second) * 0.5)
+	t.Logf("wall %v, modelled e2e %v x 0.5 = %v", wall, time.Duration(st.E2E.Sum*float64(time.Second)), model)
+	if wall < model*9/10 || wall > model*3/2+20*time.Millisecond {
+		t.Errorf("wall time %v does not follow the model's %v", wall, model)
+	}
+}

@@ -1,0 +1,193 @@
+package route
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/probegate/probegate/internal/config"
+	"github.com/probegate/probegate/probe"
+)
+
+// instantFetcher answers every probe and scrape at once with a fixed load,
+// so pick benchmarks measure routing, not the network.
+type instantFetcher struct{ now func() time.Time }
+
+func (f instantFetcher) Fetch(_ context.Context, s *probe.State, _ probe.Endpoint) (probe.Load, error) {
+	return probe.Load{Running: 3, Waiting: 1, KVUse: 0.4, ServerLoad: -1, At: f.now(), Source: probe.SourceProbe}, nil
+}
+
+// benchProxy builds a Proxy over n unreachable backends with policy pol and
+// a frozen clock, without listening.
+func benchProxy(b *testing.B, n int, pol string) *Proxy {
+	b.Helper()
+	cfg := config.Default()
+	cfg.Route.Policy = pol
+	cfg.Log.Access = false
+	cfg.Scrape.Interval = config.Duration(time.Hour)
+	cfg.Scrape.MaxInterval = config.Duration(time.Hour)
+	cfg.Scrape.Adaptive = false
+	cfg.Backends.Static = nil
+	for i := 0; i < n; i++ {
+		cfg.Backends.Static = append(cfg.Backends.Static, fmt.Sprintf("http://127.0.0.2:%d", 10000+i))
+	}
+	t0 := time.Unix(1_800_000_000, 0)
+	now := func() time.Time { return t0 }
+	p, err := New(Options{Config: cfg, Now: now, Fetcher: instantFetcher{now: now}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(p.Close)
+	// Every backend has a fresh report, so the probe policy skips probing
+	// (skipped_fresh) and the benchmark isolates sampling and scoring.
+	for i, be := range p.Pool().Backends() {
+		l := probe.Load{Running: i % 7, Waiting: i % 3, KVUse: float64(i%10) / 10, ServerLoad: -1, At: t0, Source: probe.SourceScrape}
+		be.state.Report(&l)
+	}
+	return p
+}
+
+// BenchmarkPick measures one routing decision: sampling d=2 eligible
+// backends, building their views, scoring and picking. It must not allocate.
+func BenchmarkPick(b *testing.B) {
+	for _, pol := range []string{"least_inflight", "probe", "round_robin", "cached"} {
+		for _, n := range []int{8, 64, 512} {
+			b.Run(fmt.Sprintf("policy=%s/d=2/backends=%d", pol, n), func(b *testing.B) {
+				p := benchProxy(b, n, pol)
+				rt := p.rt.Load()
+				pool := p.pool.Load()
+				rc := newReqCtx()
+				ctx := context.Background()
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, _, err := p.pick(ctx, rc, rt, pool, nil); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestPickDoesNotAllocate(t *testing.T) {
+	for _, pol := range []string{"least_inflight", "probe", "round_robin", "random", "cached"} {
+		t.Run(pol, func(t *testing.T) {
+			p := benchProxyT(t, 64, pol)
+			rt, pool, rc := p.rt.Load(), p.pool.Load(), newReqCtx()
+			ctx := context.Background()
+			p.pick(ctx, rc, rt, pool, nil) // warm the scratch space
+			if n := testing.AllocsPerRun(200, func() { _, _, _ = p.pick(ctx, rc, rt, pool, nil) }); n != 0 {
+				t.Fatalf("policy %s: %.1f allocations per pick, want 0", pol, n)
+			}
+		})
+	}
+}
+
+// benchProxyT is benchProxy for tests.
+func benchProxyT(t *testing.T, n int, pol string) *Proxy {
+	t.Helper()
+	cfg := config.Default()
+	cfg.Route.Policy = pol
+	cfg.Log.Access = false
+	cfg.Scrape.Interval = config.Duration(time.Hour)
+	cfg.Scrape.MaxInterval = config.Duration(time.Hour)
+	cfg.Scrape.Adaptive = false
+	cfg.Backends.Static = nil
+	for i := 0; i < n; i++ {
+		cfg.Backends.Static = append(cfg.Backends.Static, fmt.Sprintf("http://127.0.0.2:%d", 10000+i))
+	}
+	t0 := time.Unix(1_800_000_000, 0)
+	now := func() time.Time { return t0 }
+	p, err := New(Options{Config: cfg, Now: now, Fetcher: instantFetcher{now: now}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	for i, be := range p.Pool().Backends() {
+		l := probe.Load{Running: i % 7, Waiting: i % 3, KVUse: float64(i%10) / 10, ServerLoad: -1, At: t0, Source: probe.SourceScrape}
+		be.state.Report(&l)
+	}
+	return p
+}
+
+// fastUpstream serves a small JSON answer at once, like a cached endpoint.
+func fastUpstream(b *testing.B) string {
+	b.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	body := []byte(`{"id":"cmpl-1","object":"text_completion","choices":[{"index":0,"text":"ok","finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}}`)
+	s := &fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) {
+		ctx.SetContentType("application/json")
+		ctx.SetBody(body)
+	}}
+	go func() { _ = s.Serve(ln) }()
+	b.Cleanup(func() { _ = s.Shutdown() })
+	return ln.Addr().String()
+}
+
+// BenchmarkForward compares a small non-streaming request sent directly to
+// a fast local upstream with the same request through the proxy
+// (least_inflight, d=2). ns/op is the sequential round trip; the
+// difference is the proxy's added latency. p50-us and p99-us report the
+// per-request latency distribution.
+func BenchmarkForward(b *testing.B) {
+	up := fastUpstream(b)
+	body := []byte(`{"model":"m","prompt":"Say hi","max_tokens":1}`)
+	run := func(b *testing.B, addr string) {
+		c := &fasthttp.HostClient{Addr: addr, MaxConns: 4}
+		req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+		defer fasthttp.ReleaseRequest(req)
+		defer fasthttp.ReleaseResponse(resp)
+		req.SetRequestURI("http://" + addr + "/v1/completions")
+		req.Header.SetMethod("POST")
+		req.Header.SetContentType("application/json")
+		req.SetBody(body)
+		lat := make([]time.Duration, 0, 1<<16)
+		b.ReportAllocs()
+		for b.Loop() {
+			t0 := time.Now()
+			if err := c.Do(req, resp); err != nil || resp.StatusCode() != 200 {
+				b.Fatalf("status %d, err %v", resp.StatusCode(), err)
+			}
+			if len(lat) < cap(lat) {
+				lat = append(lat, time.Since(t0))
+			}
+		}
+		slices.Sort(lat)
+		if len(lat) > 0 {
+			b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1e3, "p50-us")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1e3, "p99-us")
+		}
+	}
+	b.Run("direct", func(b *testing.B) { run(b, up) })
+	for _, pol := range []string{"least_inflight", "probe"} {
+		b.Run("proxy/"+pol, func(b *testing.B) {
+			cfg := config.Default()
+			cfg.Backends.Static = []string{"http://" + up}
+			cfg.Route.Policy = pol
+			cfg.Log.Access = false
+			p, err := New(Options{Config: cfg})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				b.Fatal(err)
+			}
+			go func() { _ = p.Serve(ln) }()
+			defer func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				defer cancel()
+				_ = p.Shutdown(ctx)
+			}()
+			run(b, ln.Addr().String())
+		})
+	}
+}
