@@ -175,8 +175,9 @@ type View struct {
 
 // View returns the backend's load as of now. If the latest report is younger
 // than staleAfter, the view is that report corrected by the local counters:
-// Queue = report.Queue() + dispatched since - finished since, clamped at 0,
-// and Source is the report's source. If the report does not know its queue
+// Queue = report.Queue() + dispatched since - finished since, but never
+// less than this proxy's own in-flight count to the backend (a lower bound
+// on what the backend holds), and Source is the report's source. If the report does not know its queue
 // (a KV-only ORCA header with no earlier report), Queue falls back to
 // Inflight while KVUse still comes from the report. With no report younger
 // than staleAfter, Source is SourceLocal, Queue is Inflight and KVUse is -1.
@@ -211,7 +212,13 @@ func (s *State) View(now time.Time, staleAfter time.Duration) View {
 	v.WaitingLoRAs = r.load.WaitingLoRAs
 	if q := r.load.Queue(); q >= 0 {
 		v.Correction = corr
-		v.Queue = float64(max(q+corr, 0))
+		// Floor at our own in-flight count: requests we sent before the
+		// report was taken may not have reached the server's gauges yet
+		// (they sit in its HTTP layer or on the wire), and the correction
+		// only counts what we sent after the report was published. Without
+		// the floor, a burst of simultaneous decisions all read the same
+		// report and herd onto the server it showed idle.
+		v.Queue = float64(max(q+corr, inflight, 0))
 	}
 	return v
 }

@@ -122,12 +122,12 @@ func TestStateReportAndView(t *testing.T) {
 			wantQueue: 2, wantKV: -1, wantSource: SourceProbe, wantCorr: -2, wantAge: 10 * ms,
 		},
 		{
-			name: "correction clamps at zero",
+			name: "corrected queue floors at our own in-flight count",
 			steps: []step{
 				{dispatch: 6, report: load(SourceScrape, 0, 1, 0, 0.1), accepted: true},
 			},
 			finish: 5, now: 10 * ms,
-			wantQueue: 0, wantKV: 0.1, wantSource: SourceScrape, wantCorr: -5, wantAge: 10 * ms,
+			wantQueue: 1, wantKV: 0.1, wantSource: SourceScrape, wantCorr: -5, wantAge: 10 * ms,
 		},
 		{
 			name: "new report resets the correction base",
@@ -136,7 +136,15 @@ func TestStateReportAndView(t *testing.T) {
 				{dispatch: 2, report: load(SourceProbe, ms, 7, 0, 0.1), accepted: true},
 			},
 			dispatch: 1, now: 2 * ms,
-			wantQueue: 8, wantKV: 0.1, wantSource: SourceProbe, wantCorr: 1, wantAge: ms,
+			wantQueue: 9, wantKV: 0.1, wantSource: SourceProbe, wantCorr: 1, wantAge: ms,
+		},
+		{
+			name: "others' load in the report exceeds our in-flight count",
+			steps: []step{
+				{dispatch: 1, report: load(SourceProbe, 0, 7, 3, 0.2), accepted: true},
+			},
+			dispatch: 2, now: ms,
+			wantQueue: 12, wantKV: 0.2, wantSource: SourceProbe, wantCorr: 2, wantAge: ms,
 		},
 		{
 			name:      "KV-only ORCA with nothing before: queue falls back to in-flight",

@@ -149,7 +149,12 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 	var last *Backend
 	for attempt := 0; attempt <= rt.retries; attempt++ {
 		tried := rc.tried[:attempt]
-		b, dec, err := p.pick(ctx, rc, rt, pool, tried)
+		t0 := p.now()
+		// Never hand the RequestCtx to the prober as a context.Context:
+		// contexts derived from it may outlive the handler, and fasthttp
+		// recycles it. Probes are bounded by probe.deadline on their own.
+		b, dec, err := p.pick(context.Background(), rc, rt, pool, tried)
+		p.metrics.decideTime.Observe(p.now().Sub(t0).Seconds())
 		if err != nil {
 			if lastErr == nil || !errors.Is(err, ErrNoBackend) {
 				lastErr = err

@@ -23,6 +23,7 @@ type Metrics struct {
 	probeDuration    prometheus.Histogram
 	decisionsVec     *prometheus.CounterVec
 	stateAge         prometheus.Histogram
+	decideTime       prometheus.Histogram
 	scrapesVec       *prometheus.CounterVec
 	scrapeIntervalV  *prometheus.GaugeVec
 	retries          prometheus.Counter
@@ -69,6 +70,11 @@ func newMetrics(reg prometheus.Registerer, p *Proxy) (*Metrics, error) {
 			Help:    "Age of the load report the winning backend was judged on.",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18),
 		}),
+		decideTime: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "probegate_decision_duration_seconds",
+			Help:    "Time spent choosing a backend for one attempt: sampling, synchronous probes (bounded by probe.deadline) and scoring.",
+			Buckets: prometheus.ExponentialBuckets(0.000005, 2, 18),
+		}),
 		scrapesVec: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "probegate_scrapes_total",
 			Help: "Asynchronous scrapes by backend and outcome (ok, timeout, error).",
@@ -95,7 +101,7 @@ func newMetrics(reg prometheus.Registerer, p *Proxy) (*Metrics, error) {
 	}
 	for _, c := range []prometheus.Collector{
 		m.requestsVec, m.duration, m.firstByte, m.probesVec, m.probeDuration,
-		m.decisionsVec, m.stateAge, m.scrapesVec, m.scrapeIntervalV, m.retries, m.shed,
+		m.decisionsVec, m.stateAge, m.decideTime, m.scrapesVec, m.scrapeIntervalV, m.retries, m.shed,
 		&poolCollector{p: p},
 	} {
 		if err := reg.Register(c); err != nil {

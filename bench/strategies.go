@@ -1,0 +1,229 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/probegate/probegate/bench/vllmsim"
+	"github.com/probegate/probegate/internal/config"
+	"github.com/probegate/probegate/probe"
+	"github.com/probegate/probegate/route"
+)
+
+// Strategy names, as DESIGN.md's results.json schema spells them.
+const (
+	RoundRobin     = "round_robin"
+	Random         = "random"
+	LeastInflight  = "least_inflight"
+	Cached         = "cached"
+	CachedAdaptive = "cached_adaptive"
+	Probe          = "probe"
+	ProbeNoHedge   = "probe_nohedge"
+	Oracle         = "oracle"
+)
+
+// AllStrategies lists every strategy in report order.
+var AllStrategies = []string{RoundRobin, Random, LeastInflight, Cached, CachedAdaptive, Probe, ProbeNoHedge, Oracle}
+
+// isProbe reports whether s decides on synchronous probes.
+func isProbe(s string) bool { return s == Probe || s == ProbeNoHedge }
+
+// StrategyConfig returns the proxy configuration of strategy s in front of
+// urls. Every strategy runs the same route.Proxy code; only the policy and
+// its knobs differ:
+//   - round_robin, random, least_inflight: the policy of that name (d=2 for
+//     least_inflight: power of two choices on this proxy's in-flight counts);
+//   - cached: EPP's defaults: scrape every 50 ms, fixed interval, weights
+//     queue 2, kv 2, prefix 3 (lora 1), max-score pick over all servers;
+//   - cached_adaptive: cached with scrape.adaptive (interval follows the
+//     QPS this proxy sends each backend, 50 ms .. 5 s);
+//   - probe: the default configuration (d=2, 5 ms deadline, 1 hedge);
+//   - probe_nohedge: probe with probe.hedges 0;
+//   - oracle: the simulator's true state at decision time, all servers.
+func StrategyConfig(s string, urls []string) (*config.Config, error) {
+	cfg := config.Default()
+	cfg.Backends.Static = append([]string(nil), urls...)
+	cfg.Server.Listen = "127.0.0.1:0"
+	cfg.Log.Access = false
+	cfg.Log.Level = "error"
+	switch s {
+	case RoundRobin, Random, LeastInflight:
+		cfg.Route.Policy = s
+	case Cached, CachedAdaptive, Oracle:
+		cfg.Route.Policy = "cached"
+		cfg.Route.Weights.Queue, cfg.Route.Weights.KVCache, cfg.Route.Weights.Prefix = 2, 2, 3
+		cfg.Scrape.Interval = config.Duration(50 * time.Millisecond)
+		cfg.Scrape.Adaptive = s == CachedAdaptive
+		if s == CachedAdaptive {
+			cfg.Scrape.Interval = config.Duration(time.Second)
+			cfg.Scrape.MinInterval = config.Duration(50 * time.Millisecond)
+		}
+	case Probe:
+	case ProbeNoHedge:
+		cfg.Probe.Hedges = 0
+	default:
+		return nil, fmt.Errorf("unknown strategy %q", s)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("strategy %s: %w", s, err)
+	}
+	if s == Oracle {
+		cfg.Route.Policy = "oracle" // validated as cached: config.yaml does not accept oracle
+	}
+	return cfg, nil
+}
+
+// ProxyInstance is one running probegate in front of a fleet.
+type ProxyInstance struct {
+	P   *route.Proxy
+	URL string
+	ln  net.Listener
+	errc chan error
+}
+
+// StartProxy starts a probegate with strategy s on a loopback socket in
+// front of fleet.
+func StartProxy(s string, fleet *vllmsim.Fleet) (*ProxyInstance, error) {
+	cfg, err := StrategyConfig(s, fleet.URLs())
+	if err != nil {
+		return nil, err
+	}
+	opts := route.Options{Config: cfg, Registerer: prometheus.NewRegistry()}
+	if s == Oracle {
+		opts.Oracle = OracleFor(fleet)
+	}
+	p, err := route.New(opts)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		p.Close()
+		return nil, err
+	}
+	pi := &ProxyInstance{P: p, URL: "http://" + ln.Addr().String(), ln: ln, errc: make(chan error, 1)}
+	go func() { pi.errc <- p.Serve(ln) }()
+	return pi, nil
+}
+
+// Stop shuts the proxy down, waiting up to 5 s for streams.
+func (pi *ProxyInstance) Stop() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = pi.P.Shutdown(ctx)
+	select {
+	case <-pi.errc:
+	case <-time.After(time.Second):
+	}
+}
+
+// OracleFor returns the oracle for fleet: each server's true state, read
+// from the simulator at the instant of the decision.
+func OracleFor(fleet *vllmsim.Fleet) func(addr string) (probe.Load, bool) {
+	byAddr := map[string]*vllmsim.Server{}
+	for _, s := range fleet.Servers() {
+		byAddr[s.Addr()] = s
+	}
+	return func(addr string) (probe.Load, bool) {
+		s, ok := byAddr[addr]
+		if !ok {
+			return probe.Load{}, false
+		}
+		st := s.State()
+		return probe.Load{
+			Running: st.Running, Waiting: st.Waiting, KVUse: st.KVUse, ServerLoad: st.ServerLoad,
+			MaxLoRA: s.Config().MaxLoRAs, RunningLoRAs: st.RunningLoRAs, WaitingLoRAs: st.WaitingLoRAs,
+			At: time.Now(), Source: probe.SourceOracle,
+		}, true
+	}
+}
+
+// ProxyStats are the counters read from a proxy's registry after a run.
+type ProxyStats struct {
+	Probes    map[string]float64 // probegate_probes_total by outcome
+	Decisions map[string]float64 // probegate_decisions_total by source
+	Requests  float64            // probegate_requests_total, all labels
+	Errors    float64            // probegate_requests_total with code >= 400 or 499
+	Retries   float64
+}
+
+// Add accumulates o into s (replicas are summed).
+func (s *ProxyStats) Add(o ProxyStats) {
+	if s.Probes == nil {
+		s.Probes, s.Decisions = map[string]float64{}, map[string]float64{}
+	}
+	for k, v := range o.Probes {
+		s.Probes[k] += v
+	}
+	for k, v := range o.Decisions {
+		s.Decisions[k] += v
+	}
+	s.Requests += o.Requests
+	s.Errors += o.Errors
+	s.Retries += o.Retries
+}
+
+// ProbesSent is the number of probes sent (each completes once: ok, timeout
+// or error; hedges included).
+func (s *ProxyStats) ProbesSent() float64 {
+	return s.Probes["ok"] + s.Probes["timeout"] + s.Probes["error"]
+}
+
+// DecisionTotal is the number of routing decisions.
+func (s *ProxyStats) DecisionTotal() float64 {
+	t := 0.0
+	for _, v := range s.Decisions {
+		t += v
+	}
+	return t
+}
+
+// ReadProxyStats gathers the proxy's counters.
+func ReadProxyStats(g prometheus.Gatherer) (ProxyStats, error) {
+	st := ProxyStats{Probes: map[string]float64{}, Decisions: map[string]float64{}}
+	mfs, err := g.Gather()
+	if err != nil {
+		return st, err
+	}
+	for _, mf := range mfs {
+		switch mf.GetName() {
+		case "probegate_probes_total":
+			for _, m := range mf.GetMetric() {
+				st.Probes[label(m, "outcome")] += m.GetCounter().GetValue()
+			}
+		case "probegate_decisions_total":
+			for _, m := range mf.GetMetric() {
+				st.Decisions[label(m, "source")] += m.GetCounter().GetValue()
+			}
+		case "probegate_requests_total":
+			for _, m := range mf.GetMetric() {
+				v := m.GetCounter().GetValue()
+				st.Requests += v
+				code := label(m, "code")
+				if !strings.HasPrefix(code, "2") {
+					st.Errors += v
+				}
+			}
+		case "probegate_retries_total":
+			for _, m := range mf.GetMetric() {
+				st.Retries += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return st, nil
+}
+
+func label(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}

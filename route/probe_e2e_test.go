@@ -1,0 +1,240 @@
+package route
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/probegate/probegate/bench/vllmsim"
+	"github.com/probegate/probegate/internal/config"
+)
+
+// simFleet starts n simulated vLLM servers configured by mut.
+func simFleet(t *testing.T, n int, mut func(*vllmsim.Config)) *vllmsim.Fleet {
+	t.Helper()
+	c := vllmsim.DefaultConfig()
+	c.TimeScale = 0.2
+	if mut != nil {
+		mut(&c)
+	}
+	f, err := vllmsim.StartFleet(n, "127.0.0.1", 0, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Close)
+	return f
+}
+
+func probeConfig(f *vllmsim.Fleet) *config.Config {
+	c := testConfig(f.URLs()...)
+	c.Route.Policy = "probe"
+	return c
+}
+
+// histogram returns the count and the upper bound of the highest non-empty
+// bucket of a histogram family.
+func (tp *testProxy) histogram(t *testing.T, name string) (count uint64, maxBound float64) {
+	t.Helper()
+	mfs, err := tp.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		h := mf.GetMetric()[0].GetHistogram()
+		prev := uint64(0)
+		for _, b := range h.GetBucket() {
+			if b.GetCumulativeCount() > prev {
+				maxBound = b.GetUpperBound()
+			}
+			prev = b.GetCumulativeCount()
+		}
+		if prev < h.GetSampleCount() {
+			maxBound = 1e9 // in the +Inf bucket
+		}
+		return h.GetSampleCount(), maxBound
+	}
+	t.Fatalf("no histogram %s", name)
+	return 0, 0
+}
+
+func complete(t *testing.T, url, model string, maxTokens int, stream bool) {
+	t.Helper()
+	body := fmt.Sprintf(`{"model":%q,"prompt":"Tell me a story about routers.","max_tokens":%d,"ignore_eos":true,"stream":%v}`, model, maxTokens, stream)
+	resp, err := client().Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Errorf("request: %v", err)
+		return
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("status %d: %s", resp.StatusCode, b)
+	}
+}
+
+// A probe endpoint slower than probe.deadline must cost a request at most
+// the deadline: routing never waits for it.
+func TestSlowProbeEndpointCostsAtMostTheDeadline(t *testing.T) {
+	f := simFleet(t, 4, nil)
+	f.Servers()[0].SetFaults(vllmsim.Faults{ProbeDelay: 300 * time.Millisecond})
+	cfg := probeConfig(f)
+	cfg.Probe.Deadline = config.Duration(20 * time.Millisecond)
+	cfg.Probe.HedgeAfter = "10ms"
+	cfg.Probe.FreshFor = 0
+	cfg.Scrape.Timeout = config.Duration(100 * time.Millisecond)
+	tp := startProxy(t, cfg)
+
+	for i := 0; i < 40; i++ {
+		complete(t, tp.url("/v1/completions"), vllmsim.DefaultConfig().Model, 2, false)
+	}
+	n, worst := tp.histogram(t, "probegate_decision_duration_seconds")
+	if n != 40 {
+		t.Fatalf("decisions observed %d, want 40", n)
+	}
+	// Buckets double; the deadline (20ms) lands in the <= 40.96ms bucket.
+	if worst > 0.041 {
+		t.Fatalf("a decision took longer than the deadline bucket: worst bucket %.4fs", worst)
+	}
+	if tp.counter(t, "probegate_probes_total", map[string]string{"outcome": "timeout"}) == 0 {
+		t.Fatal("the slow server's probes must time out")
+	}
+	if tp.counter(t, "probegate_probes_total", map[string]string{"outcome": "ok"}) == 0 {
+		t.Fatal("the other servers' probes must answer")
+	}
+}
+
+// 32 long requests arriving at once over 4 servers of 4 seats must spread
+// evenly: the local correction keeps simultaneous decisions from herding
+// onto the server that looked idle in the last report.
+func TestConcurrentLongRequestsSpreadEvenly(t *testing.T) {
+	f := simFleet(t, 4, func(c *vllmsim.Config) { c.MaxNumSeqs = 4; c.TimeScale = 0.5 })
+	tp := startProxy(t, probeConfig(f))
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := 0; i < 32; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			complete(t, tp.url("/v1/completions"), vllmsim.DefaultConfig().Model, 64, true)
+		}()
+	}
+	close(start)
+	// Sample each server's true load while all 32 are in flight.
+	peak := make([]int, 4)
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		total := 0
+		for i, s := range f.Servers() {
+			st := s.State()
+			if q := st.Running + st.Waiting; q > peak[i] {
+				peak[i] = q
+			}
+			total += st.Running + st.Waiting
+		}
+		if total == 32 {
+			break
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	wg.Wait()
+	var counts []int
+	for _, s := range f.Servers() {
+		counts = append(counts, int(s.State().Finished))
+	}
+	lo, hi := counts[0], counts[0]
+	for _, c := range counts {
+		lo, hi = min(lo, c), max(hi, c)
+	}
+	if hi-lo > 2 {
+		t.Fatalf("requests per server %v (peak queues %v): want an even spread (max-min <= 2)", counts, peak)
+	}
+	t.Logf("requests per server %v, peak queues %v", counts, peak)
+}
+
+// Probing must steer work away from a slow server, as no load-blind policy
+// can.
+func TestProbeAvoidsASlowServer(t *testing.T) {
+	f := simFleet(t, 4, func(c *vllmsim.Config) { c.MaxNumSeqs = 4 })
+	f.Servers()[0].SetFaults(vllmsim.Faults{Slowdown: 6})
+	tp := startProxy(t, probeConfig(f))
+	var wg sync.WaitGroup
+	for w := 0; w < 12; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 6; i++ {
+				complete(t, tp.url("/v1/completions"), vllmsim.DefaultConfig().Model, 32, false)
+			}
+		}()
+	}
+	wg.Wait()
+	slow := f.Servers()[0].State().Finished
+	var fast int64
+	for _, s := range f.Servers()[1:] {
+		fast += s.State().Finished
+	}
+	// Round robin would give the slow server 18 of 72.
+	if slow*3 > fast/3 {
+		t.Fatalf("slow server finished %d vs %d on the three fast ones: probing did not steer away", slow, fast)
+	}
+	t.Logf("slow server %d, fast servers %d", slow, fast)
+}
+
+// The adaptive scrape interval follows the request rate this proxy sends:
+// it shortens under load and lengthens again when traffic stops.
+func TestAdaptiveScrapeIntervalFollowsLoad(t *testing.T) {
+	f := simFleet(t, 2, func(c *vllmsim.Config) { c.TimeScale = 0.05 })
+	cfg := probeConfig(f)
+	cfg.Route.Policy = "cached"
+	cfg.Scrape.Adaptive = true
+	cfg.Scrape.Interval = config.Duration(500 * time.Millisecond)
+	cfg.Scrape.MinInterval = config.Duration(20 * time.Millisecond)
+	cfg.Scrape.MaxInterval = config.Duration(2 * time.Second)
+	tp := startProxy(t, cfg)
+	interval := func() time.Duration {
+		return tp.Pool().Backends()[0].state.ScrapeInterval()
+	}
+	waitUntil(t, 3*time.Second, func() bool { return interval() > 0 }, "first scrape")
+	idle := interval()
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				complete(t, tp.url("/v1/completions"), vllmsim.DefaultConfig().Model, 1, false)
+			}
+		}()
+	}
+	waitUntil(t, 5*time.Second, func() bool { return interval() < idle/3 && interval() < 200*time.Millisecond }, "interval to shorten under load")
+	busy := interval()
+	close(stop)
+	wg.Wait()
+	waitUntil(t, 8*time.Second, func() bool { return interval() > 4*busy }, "interval to lengthen when idle")
+	t.Logf("interval idle %v, busy %v, after load %v", idle, busy, interval())
+}
+
+func waitUntil(t *testing.T, d time.Duration, cond func() bool, what string) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
