@@ -54,6 +54,11 @@ type Load struct {
 	RunningLoRAs []string // adapters with running requests
 	WaitingLoRAs []string // adapters with waiting requests
 
+	// BaseModel is the base model the server serves (the model_name label
+	// of vLLM's gauges); "" if unknown. A requested model that differs
+	// from it is a LoRA adapter.
+	BaseModel string
+
 	At     time.Time // when the report was taken (receive time at this proxy)
 	Source Source
 }

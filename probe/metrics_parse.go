@@ -71,6 +71,7 @@ func ParseMetrics(body []byte, now time.Time) (Load, error) {
 		hasGPU, hasLoRA           bool
 		loraVal                   float64
 		loraLabels                []byte // label block of the newest LoRA series, aliases body
+		baseModel                 []byte // model_name label of the first load sample, aliases body
 	)
 	for len(body) > 0 {
 		var line []byte
@@ -111,6 +112,9 @@ func ParseMetrics(body []byte, now time.Time) (Load, error) {
 		case 1, 2: // running, waiting
 			if v < 0 || v > maxCount {
 				continue
+			}
+			if baseModel == nil {
+				baseModel = labelValue(labels, "model_name")
 			}
 			if fam == 1 {
 				running += v
@@ -159,7 +163,39 @@ func ParseMetrics(body []byte, now time.Time) (Load, error) {
 	if hasLoRA {
 		parseLoRALabels(&l, loraLabels)
 	}
+	if len(baseModel) > 0 {
+		l.BaseModel = string(baseModel)
+	}
 	return l, nil
+}
+
+// labelValue returns the raw (still escaped) value of label name in a label
+// block `a="x",b="y"`, or nil. Values containing escapes are returned as
+// written; model names do not contain quotes in practice.
+func labelValue(labels []byte, name string) []byte {
+	for len(labels) > 0 {
+		eq := bytes.IndexByte(labels, '=')
+		if eq < 0 || eq+1 >= len(labels) || labels[eq+1] != '"' {
+			return nil
+		}
+		key := bytes.TrimSpace(bytes.TrimLeft(labels[:eq], ", \t"))
+		rest := labels[eq+2:]
+		end := 0
+		for end < len(rest) && rest[end] != '"' {
+			if rest[end] == '\\' {
+				end++
+			}
+			end++
+		}
+		if end >= len(rest) {
+			return nil
+		}
+		if string(key) == name {
+			return rest[:end]
+		}
+		labels = rest[end+1:]
+	}
+	return nil
 }
 
 // wantedFirst marks the bytes that follow "vllm:" in a wanted family name.

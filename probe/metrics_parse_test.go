@@ -234,3 +234,19 @@ func BenchmarkParseMetrics(b *testing.B) {
 }
 
 func strconvParse(s string) (float64, error) { return strconv.ParseFloat(s, 64) }
+
+func TestParseMetricsBaseModel(t *testing.T) {
+	body := []byte("# HELP x\nvllm:num_requests_running{engine=\"0\",model_name=\"meta-llama/Llama-3.1-8B-Instruct\"} 2.0\n" +
+		"vllm:num_requests_waiting{model_name=\"other\",engine=\"0\"} 1.0\n")
+	l, err := ParseMetrics(body, time.Unix(1, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.BaseModel != "meta-llama/Llama-3.1-8B-Instruct" {
+		t.Fatalf("BaseModel = %q, want the model_name of the first load sample", l.BaseModel)
+	}
+	l, _ = ParseMetrics([]byte("vllm:num_requests_running 2.0\n"), time.Unix(1, 0))
+	if l.BaseModel != "" {
+		t.Fatalf("BaseModel = %q without labels, want empty", l.BaseModel)
+	}
+}

@@ -133,6 +133,9 @@ func inherit(n, prev *Load) {
 	if n.KVUse < 0 {
 		n.KVUse = prev.KVUse
 	}
+	if n.BaseModel == "" {
+		n.BaseModel = prev.BaseModel
+	}
 	if n.MaxLoRA == 0 && n.RunningLoRAs == nil && n.WaitingLoRAs == nil {
 		n.MaxLoRA, n.RunningLoRAs, n.WaitingLoRAs = prev.MaxLoRA, prev.RunningLoRAs, prev.WaitingLoRAs
 	}
@@ -161,6 +164,8 @@ type View struct {
 	// modify). Zero values when unknown or when Source is SourceLocal.
 	MaxLoRA                    int
 	RunningLoRAs, WaitingLoRAs []string
+	// BaseModel is the report's base model name ("" if unknown).
+	BaseModel string
 	// Source is where the report came from, or SourceLocal.
 	Source Source
 	// Age is how old the report is at the decision (0 for SourceLocal).
@@ -210,6 +215,7 @@ func (s *State) View(now time.Time, staleAfter time.Duration) View {
 	v.MaxLoRA = r.load.MaxLoRA
 	v.RunningLoRAs = r.load.RunningLoRAs
 	v.WaitingLoRAs = r.load.WaitingLoRAs
+	v.BaseModel = r.load.BaseModel
 	if q := r.load.Queue(); q >= 0 {
 		v.Correction = corr
 		// Floor at our own in-flight count: requests we sent before the

@@ -1,6 +1,7 @@
 package route
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net"
@@ -121,6 +122,21 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 	defer p.rcPool.Put(rc)
 
 	start := p.now()
+	if ctx.IsConnect() {
+		// A model server is no tunnel endpoint: never forward CONNECT.
+		writeError(ctx, fasthttp.StatusMethodNotAllowed, "CONNECT is not supported")
+		p.metrics.requests(nil, fasthttp.StatusMethodNotAllowed)
+		return
+	}
+	if ambiguousFraming(ctx.Request.Header.RawHeaders()) {
+		// Content-Length and Transfer-Encoding together are the shape of
+		// request smuggling (RFC 9112 section 6.3): refuse, and close the
+		// connection since its framing cannot be trusted.
+		writeError(ctx, fasthttp.StatusBadRequest, "request has both Content-Length and Transfer-Encoding")
+		ctx.SetConnectionClose()
+		p.metrics.requests(nil, fasthttp.StatusBadRequest)
+		return
+	}
 	body := ctx.PostBody()
 	if int64(len(body)) > rt.maxBody {
 		writeError(ctx, fasthttp.StatusRequestEntityTooLarge, "request body exceeds server.max_body_bytes")
@@ -223,6 +239,14 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *runtime, rc *reqCtx, b *Ba
 	}
 	if rc.info.ModelHash != 0 {
 		b.lora.Note(rc.info.ModelHash, start)
+	}
+	// The backend's scheme, whatever the client's request line said: an
+	// absolute "https://..." URI would otherwise make the HostClient refuse
+	// the request and count it against the backend's breaker.
+	if b.hc.IsTLS {
+		req.URI().SetScheme("https")
+	} else {
+		req.URI().SetScheme("http")
 	}
 	b.state.Dispatch()
 	resp := fasthttp.AcquireResponse()
@@ -362,6 +386,34 @@ func appendRequestID(dst []byte, r uint64) []byte {
 		dst = append(dst, hexDigits[(r>>(uint(i)*4))&0xf])
 	}
 	return dst
+}
+
+// ambiguousFraming reports whether raw request headers carry both
+// Content-Length and Transfer-Encoding.
+var (
+	strContentLength    = []byte("Content-Length")
+	strTransferEncoding = []byte("Transfer-Encoding")
+)
+
+func ambiguousFraming(raw []byte) bool {
+	var cl, te bool
+	for len(raw) > 0 {
+		line := raw
+		if i := bytes.IndexByte(raw, '\n'); i >= 0 {
+			line, raw = raw[:i], raw[i+1:]
+		} else {
+			raw = nil
+		}
+		if i := bytes.IndexByte(line, ':'); i > 0 {
+			switch k := line[:i]; {
+			case bytes.EqualFold(k, strContentLength):
+				cl = true
+			case bytes.EqualFold(k, strTransferEncoding):
+				te = true
+			}
+		}
+	}
+	return cl && te
 }
 
 func bytesHasPrefix(b []byte, prefix string) bool {

@@ -56,29 +56,66 @@ func (m *loraMemory) Note(h uint64, now time.Time) {
 	m.at[i].Store(now.UnixNano())
 }
 
-// Recent reports whether h was dispatched within window before now.
-func (m *loraMemory) Recent(h uint64, now time.Time, window time.Duration) bool {
+// OthersSince counts the models other than h and base dispatched after
+// since (unix ns) and within window before now: adapters that probably
+// took slots since.
+func (m *loraMemory) OthersSince(h, base uint64, since int64, now time.Time, window time.Duration) int {
+	n := 0
+	for i := range m.hash {
+		x, at := m.hash[i].Load(), m.at[i].Load()
+		if x != 0 && x != h && x != base && at > since && now.UnixNano()-at <= int64(window) {
+			n++
+		}
+	}
+	return n
+}
+
+// Last returns when h was last dispatched (unix ns), if within window.
+func (m *loraMemory) Last(h uint64, now time.Time, window time.Duration) (int64, bool) {
 	if h == 0 {
-		return false
+		return 0, false
 	}
 	i := h % loraSlots
-	return m.hash[i].Load() == h && now.UnixNano()-m.at[i].Load() <= int64(window)
+	at := m.at[i].Load()
+	if m.hash[i].Load() == h && now.UnixNano()-at <= int64(window) {
+		return at, true
+	}
+	return 0, false
+}
+
+// Recent reports whether h was dispatched within window before now.
+func (m *loraMemory) Recent(h uint64, now time.Time, window time.Duration) bool {
+	_, ok := m.Last(h, now, window)
+	return ok
 }
 
 // loraScore scores a backend for a request naming model hash h: 1 when the
-// adapter is loaded there (reported running or waiting, or dispatched here
-// recently), 0.5 when the backend has a free adapter slot, 0 otherwise.
-// Requests for a base model (adapter false) or for no model score 0.5 on
-// every backend, so the scorer is neutral for them; so do backends that
-// report no LoRA state.
+// model is believed loaded there, 0 when the request is for an adapter and
+// the backend's adapter slots look full, 0.5 otherwise (neutral).
+//
+// vLLM reports only adapters with running or waiting requests, so an
+// adapter that is loaded but idle is known only from this proxy's own
+// dispatches: h sent there recently counts as loaded unless max_lora other
+// adapters were sent there after it (it was then likely evicted). Slots
+// look full when the report lists max_lora running adapters, or when
+// max_lora other adapters were sent there recently. A request is for an
+// adapter when adapter is true (its model differs from the base model the
+// backend reports, or a backend listed it as an adapter); base-model
+// requests are neutral unless recently dispatched to the backend.
 func loraScore(h uint64, adapter bool, v *probe.View, mem *loraMemory, now time.Time, window time.Duration) float64 {
-	if h == 0 || !adapter {
+	if h == 0 {
 		return 0.5
 	}
-	if mem.Recent(h, now, window) {
-		return 1
+	var base uint64
+	if v.BaseModel != "" {
+		base = xxhash.Sum64String(v.BaseModel)
 	}
-	if v.MaxLoRA <= 0 {
+	if at, ok := mem.Last(h, now, window); ok {
+		if !adapter || v.MaxLoRA <= 0 || mem.OthersSince(h, base, at, now, window) < v.MaxLoRA {
+			return 1
+		}
+	}
+	if !adapter || v.MaxLoRA <= 0 {
 		return 0.5
 	}
 	for _, a := range v.RunningLoRAs {
@@ -91,8 +128,8 @@ func loraScore(h uint64, adapter bool, v *probe.View, mem *loraMemory, now time.
 			return 1
 		}
 	}
-	if len(v.RunningLoRAs) < v.MaxLoRA {
-		return 0.5
+	if len(v.RunningLoRAs) >= v.MaxLoRA || mem.OthersSince(h, base, 0, now, window) >= v.MaxLoRA {
+		return 0
 	}
-	return 0
+	return 0.5
 }

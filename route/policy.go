@@ -156,23 +156,49 @@ func (p *Proxy) pick(ctx context.Context, rc *reqCtx, rt *runtime, pool *Pool, e
 	}
 }
 
-// affine returns the eligible backend with the longest prefix match for this
-// request (at least one block), or nil. It lets prefix affinity survive
-// sampling: the cached backend is always among the candidates, and the
-// probe decides whether it is too loaded to use.
+// affine returns one backend to add to the probe policy's random sample so
+// that affinity survives sampling: the eligible backend with the longest
+// prefix match for this request (at least one block), else one that this
+// proxy recently sent the same model to (a LoRA adapter is likely still
+// loaded there), scanning from a random offset; or nil. The probe then
+// decides whether that backend is too loaded to use.
 func (p *Proxy) affine(rc *reqCtx, rt *runtime, bs []*Backend, exclude []*Backend) *Backend {
-	if rt.weights.Prefix <= 0 || rc.info.NBlocks == 0 {
-		return nil
-	}
-	blocks := rc.info.Blocks[:rc.info.NBlocks]
 	var best *Backend
-	bestN := 0
-	for _, b := range bs {
-		if n := b.prefix.Match(blocks); n > bestN && b.Eligible() && !contains(exclude, b) {
-			best, bestN = b, n
+	if rt.weights.Prefix > 0 && rc.info.NBlocks > 0 {
+		blocks := rc.info.Blocks[:rc.info.NBlocks]
+		bestN := 0
+		for _, b := range bs {
+			if n := b.prefix.Match(blocks); n > bestN && b.Eligible() && !contains(exclude, b) {
+				best, bestN = b, n
+			}
+		}
+		if best != nil {
+			return best
 		}
 	}
-	return best
+	if rt.weights.LoRA > 0 && rc.info.ModelHash != 0 && len(bs) > 0 {
+		// Loaded first, then a free adapter slot, scanning from a random
+		// offset so ties spread.
+		now := p.now()
+		start := int(p.rand() % uint64(len(bs)))
+		var free *Backend
+		for i := range bs {
+			b := bs[(start+i)%len(bs)]
+			if !b.Eligible() || contains(exclude, b) {
+				continue
+			}
+			v := b.state.View(now, rt.staleAfter)
+			adapter := p.adapters.Has(rc.info.ModelHash) || (v.BaseModel != "" && string(rc.info.Model) != v.BaseModel)
+			switch s := loraScore(rc.info.ModelHash, adapter, &v, &b.lora, now, loraWindow); {
+			case s >= 1:
+				return b
+			case s > 0 && free == nil && adapter:
+				free = b
+			}
+		}
+		return free
+	}
+	return nil
 }
 
 // score builds each backend's candidate value from its view and picks the
@@ -203,7 +229,8 @@ func (p *Proxy) score(rc *reqCtx, rt *runtime, bs []*Backend, dec *decision) (*B
 		if len(blocks) > 0 {
 			c.Prefix = float64(b.prefix.Match(blocks)) / float64(len(blocks))
 		}
-		c.LoRA = loraScore(rc.info.ModelHash, adapter, v, &b.lora, now, loraWindow)
+		isAdapter := adapter || (len(rc.info.Model) > 0 && v.BaseModel != "" && string(rc.info.Model) != v.BaseModel)
+		c.LoRA = loraScore(rc.info.ModelHash, isAdapter, v, &b.lora, now, loraWindow)
 		if c.Known {
 			if rt.sat.MaxKVCache > 0 && v.KVUse >= rt.sat.MaxKVCache {
 				c.Saturated = true

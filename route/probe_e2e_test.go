@@ -180,8 +180,9 @@ func TestProbeAvoidsASlowServer(t *testing.T) {
 	for _, s := range f.Servers()[1:] {
 		fast += s.State().Finished
 	}
-	// Round robin would give the slow server 18 of 72.
-	if slow*3 > fast/3 {
+	// A load-blind policy gives the slow server a quarter (18 of 72);
+	// probing must cut that well below its fair share.
+	if float64(slow) > 0.6*float64(slow+fast)/4 {
 		t.Fatalf("slow server finished %d vs %d on the three fast ones: probing did not steer away", slow, fast)
 	}
 	t.Logf("slow server %d, fast servers %d", slow, fast)
