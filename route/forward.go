@@ -340,7 +340,7 @@ func (p *Proxy) accessLog(ctx *fasthttp.RequestCtx, b *Backend, a *accounting) {
 		ev = p.log.Warn()
 	}
 	ev = ev.Str("request_id", a.id).Int("status", a.code).Int64("bytes", a.bytes).
-		Dur("first_byte", a.firstByte).Dur("total", p.now().Sub(a.start))
+		Float64("first_byte_ms", float64(a.firstByte.Microseconds())/1e3).Float64("total_ms", float64(p.now().Sub(a.start).Microseconds())/1e3)
 	if b != nil {
 		ev = ev.Str("backend", b.addr).Str("source", a.dec.source.String())
 	}
