@@ -1,6 +1,7 @@
 package route
 
 import (
+	"sync"
 	"sync/atomic"
 
 	"github.com/valyala/fasthttp"
@@ -23,9 +24,10 @@ type Backend struct {
 	prefix *prefixTable
 
 	// Lock-free.
-	lora     loraMemory
-	draining atomic.Bool // removed from the pool; finishing in-flight requests
-	closed   atomic.Bool // its HostClient's idle connections were closed
+	codeCounters sync.Map // int status -> prometheus.Counter of requests_total
+	lora         loraMemory
+	draining     atomic.Bool // removed from the pool; finishing in-flight requests
+	closed       atomic.Bool // its HostClient's idle connections were closed
 }
 
 // Addr returns the backend's host:port.

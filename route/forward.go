@@ -288,11 +288,11 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *runtime, rc *reqCtx, b *Ba
 	s.client = ctx.Conn()
 	s.idle = rt.idle
 	s.sse = bytesHasPrefix(resp.Header.ContentType(), "text/event-stream")
-	s.acct = accounting{start: start, firstByte: p.now().Sub(start), status: status, code: status, dec: dec, id: string(rc.id), attempt: attempt}
-	p.metrics.firstByte.Observe(s.acct.firstByte.Seconds())
-	if !rt.accessLog {
-		s.acct.id = ""
+	s.acct = accounting{start: start, firstByte: p.now().Sub(start), status: status, code: status, dec: dec, attempt: attempt}
+	if rt.accessLog {
+		s.acct.id = string(rc.id)
 	}
+	p.metrics.firstByte.Observe(s.acct.firstByte.Seconds())
 	size := resp.Header.ContentLength()
 	if size < 0 {
 		size = -1

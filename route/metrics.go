@@ -111,13 +111,22 @@ func newMetrics(reg prometheus.Registerer, p *Proxy) (*Metrics, error) {
 	return m, nil
 }
 
-// requests counts one answered request; b is nil when no backend was reached.
+// requests counts one answered request; b is nil when no backend was
+// reached. The counter of each (backend, code) pair is resolved once and
+// cached on the Backend, so the request path skips the vector's lookup and
+// its lock.
 func (m *Metrics) requests(b *Backend, code int) {
-	name := "none"
-	if b != nil {
-		name = b.addr
+	if b == nil {
+		m.requestsVec.WithLabelValues("none", m.codeName(code)).Inc()
+		return
 	}
-	m.requestsVec.WithLabelValues(name, m.codeName(code)).Inc()
+	if c, ok := b.codeCounters.Load(code); ok {
+		c.(prometheus.Counter).Inc()
+		return
+	}
+	c := m.requestsVec.WithLabelValues(b.addr, m.codeName(code))
+	b.codeCounters.Store(code, c)
+	c.Inc()
 }
 
 func (m *Metrics) codeName(code int) string {
