@@ -24,7 +24,7 @@ func (f instantFetcher) Fetch(_ context.Context, s *probe.State, _ probe.Endpoin
 
 // benchProxy builds a Proxy over n unreachable backends with policy pol and
 // a frozen clock, without listening.
-func benchProxy(b *testing.B, n int, pol string) *Proxy {
+func benchProxy(b testing.TB, n int, pol string) *Proxy {
 	b.Helper()
 	cfg := config.Default()
 	cfg.Route.Policy = pol
@@ -77,7 +77,7 @@ func BenchmarkPick(b *testing.B) {
 func TestPickDoesNotAllocate(t *testing.T) {
 	for _, pol := range []string{"least_inflight", "probe", "round_robin", "random", "cached"} {
 		t.Run(pol, func(t *testing.T) {
-			p := benchProxyT(t, 64, pol)
+			p := benchProxy(t, 64, pol)
 			rt, pool, rc := p.rt.Load(), p.pool.Load(), newReqCtx()
 			ctx := context.Background()
 			p.pick(ctx, rc, rt, pool, nil) // warm the scratch space
@@ -86,33 +86,6 @@ func TestPickDoesNotAllocate(t *testing.T) {
 			}
 		})
 	}
-}
-
-// benchProxyT is benchProxy for tests.
-func benchProxyT(t *testing.T, n int, pol string) *Proxy {
-	t.Helper()
-	cfg := config.Default()
-	cfg.Route.Policy = pol
-	cfg.Log.Access = false
-	cfg.Scrape.Interval = config.Duration(time.Hour)
-	cfg.Scrape.MaxInterval = config.Duration(time.Hour)
-	cfg.Scrape.Adaptive = false
-	cfg.Backends.Static = nil
-	for i := 0; i < n; i++ {
-		cfg.Backends.Static = append(cfg.Backends.Static, fmt.Sprintf("http://127.0.0.2:%d", 10000+i))
-	}
-	t0 := time.Unix(1_800_000_000, 0)
-	now := func() time.Time { return t0 }
-	p, err := New(Options{Config: cfg, Now: now, Fetcher: instantFetcher{now: now}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
-	for i, be := range p.Pool().Backends() {
-		l := probe.Load{Running: i % 7, Waiting: i % 3, KVUse: float64(i%10) / 10, ServerLoad: -1, At: t0, Source: probe.SourceScrape}
-		be.state.Report(&l)
-	}
-	return p
 }
 
 // fastUpstream serves a small JSON answer at once, like a cached endpoint.
