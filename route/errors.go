@@ -55,6 +55,8 @@ func errorType(status int) string {
 		return "BadRequestError"
 	case fasthttp.StatusNotFound:
 		return "NotFoundError"
+	case fasthttp.StatusMethodNotAllowed:
+		return "MethodNotAllowedError"
 	case fasthttp.StatusRequestEntityTooLarge:
 		return "RequestEntityTooLargeError"
 	case fasthttp.StatusRequestHeaderFieldsTooLarge:
@@ -92,8 +94,12 @@ func appendEnvelope(dst []byte, status int, msg string) []byte {
 	return dst
 }
 
-// isDialError reports whether err happened before any byte of the request
-// could reach the backend, so that re-picking cannot duplicate work.
+// isDialError reports whether err happened before the request could reach
+// the backend whole, so that re-picking cannot duplicate work: the dial
+// failed, or writing the request failed (a pooled connection the backend
+// had reset, as a restarted pod leaves behind: a failed write means the
+// request's end never left, and a model server acts only on a whole
+// request).
 func isDialError(err error) bool {
 	if err == nil {
 		return false
@@ -102,7 +108,7 @@ func isDialError(err error) bool {
 		return true
 	}
 	var op *net.OpError
-	if errors.As(err, &op) && op.Op == "dial" {
+	if errors.As(err, &op) && (op.Op == "dial" || op.Op == "write") {
 		return true
 	}
 	return false

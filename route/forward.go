@@ -85,6 +85,33 @@ func (p *Proxy) newServer(cfg *config.Config) *fasthttp.Server {
 		NoDefaultContentType:          true,
 		StreamRequestBody:             false,
 		CloseOnShutdown:               true,
+		ConnState:                     p.trackConn,
+	}
+}
+
+// trackConn keeps the set of open client connections (per connection, not
+// per request).
+func (p *Proxy) trackConn(c net.Conn, st fasthttp.ConnState) {
+	switch st {
+	case fasthttp.StateNew:
+		p.connsMu.Lock()
+		p.conns[c] = struct{}{}
+		p.connsMu.Unlock()
+	case fasthttp.StateClosed, fasthttp.StateHijacked:
+		p.connsMu.Lock()
+		delete(p.conns, c)
+		p.connsMu.Unlock()
+	}
+}
+
+// closeClientConns closes every client connection still open, which ends
+// the streams they carry: bodyStream sees the failed write and releases its
+// upstream request.
+func (p *Proxy) closeClientConns() {
+	p.connsMu.Lock()
+	defer p.connsMu.Unlock()
+	for c := range p.conns {
+		_ = c.Close()
 	}
 }
 
@@ -453,6 +480,15 @@ wait:
 			err = ctx.Err()
 			<-errc
 			break wait
+		}
+	}
+	if err != nil {
+		// The grace is over: cut what remains rather than leave its clients
+		// and upstream requests hanging, and give the streams a moment to
+		// settle.
+		p.closeClientConns()
+		for i := 0; i < 200 && p.inflight.Load() > 0; i++ {
+			<-t.C
 		}
 	}
 	p.Close()

@@ -86,6 +86,11 @@ type Proxy struct {
 	dnsDone   chan struct{}
 	dnsAddrs  []string
 	closed    bool
+
+	// Client connections open now, guarded by connsMu: Shutdown closes
+	// those still open when its grace ends, cutting the streams they carry.
+	connsMu sync.Mutex
+	conns   map[net.Conn]struct{}
 }
 
 // New builds a Proxy from opts and starts its background loops (scrapes,
@@ -102,6 +107,7 @@ func New(opts Options) (*Proxy, error) {
 		fetcher:  opts.Fetcher,
 		oracle:   opts.Oracle,
 		backends: make(map[string]*Backend),
+		conns:    make(map[net.Conn]struct{}),
 	}
 	if p.now == nil {
 		p.now = time.Now

@@ -117,7 +117,8 @@ type soaker struct {
 	rng   *rand.Rand
 
 	mu     sync.Mutex
-	kills  []time.Time // kill instants
+	kills  []time.Time // kill instants (each kill's start and end)
+	nkills int
 	downs  []downSpan
 	counts map[string]int
 	bad    map[string]int // unexplained, by cause
@@ -280,12 +281,12 @@ loop:
 	// The fleet is whole again (chaos restarted every pod); wait for the
 	// books to balance.
 	leaks := s.checkBooks()
-	end := s.settle(start.goroutines + s.o.goroutineSlack)
+	end := s.settle(start.goroutines + 5)
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	fmt.Fprintf(stdout, "requests: %d in %v (%.1f/s), ok %d, client-side skips %d, pod kills %d\n",
-		s.requests.Load(), elapsed.Round(time.Millisecond), float64(s.requests.Load())/elapsed.Seconds(), s.ok.Load(), s.skipped.Load(), len(s.kills))
+		s.requests.Load(), elapsed.Round(time.Millisecond), float64(s.requests.Load())/elapsed.Seconds(), s.ok.Load(), s.skipped.Load(), s.nkills)
 	fmt.Fprintf(stdout, "errors by cause: %s\n", fmtCounts(s.counts))
 	fmt.Fprintf(stdout, "unexplained:     %s\n", fmtCounts(s.bad))
 	for _, e := range s.sample {
@@ -380,6 +381,7 @@ func (s *soaker) chaos(ctx context.Context) {
 		mu.Unlock()
 		s.mu.Lock()
 		s.kills = append(s.kills, time.Now())
+		s.nkills++
 		s.mu.Unlock()
 		_ = servers[i].Close()
 		s.mu.Lock()

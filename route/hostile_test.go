@@ -1,0 +1,226 @@
+package route
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/probegate/probegate/internal/config"
+)
+
+// Slow clients (headers or body trickled) are cut by server.read_timeout,
+// and 300 of them at once do not block a normal request.
+func TestSlowClientsAreCutAndDoNotStarveOthers(t *testing.T) {
+	up := upstream(t, func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.WriteHeader(200)
+	})
+	cfg := testConfig(up.URL)
+	cfg.Server.ReadTimeout = config.Duration(500 * time.Millisecond)
+	tp := startProxy(t, cfg)
+
+	const n = 300
+	conns := make([]net.Conn, 0, n)
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for i := 0; i < n; i++ {
+		c, err := net.Dial("tcp", tp.addr)
+		if err != nil {
+			t.Fatalf("slow client %d: %v", i, err)
+		}
+		conns = append(conns, c)
+		if i%2 == 0 { // trickles its headers
+			io.WriteString(c, "POST /v1/completions HTTP/1.1\r\nHost: x\r\n")
+		} else { // trickles its body
+			io.WriteString(c, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{")
+		}
+	}
+	opened := time.Now()
+	stop := make(chan struct{})
+	trickled := make(chan struct{})
+	go func() { // one byte per client every 50 ms, never finishing
+		defer close(trickled)
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+			for i, c := range conns {
+				c.SetWriteDeadline(time.Now().Add(10 * time.Millisecond))
+				if i%2 == 0 {
+					c.Write([]byte("X-Slow: a\r\n"))
+				} else {
+					c.Write([]byte(" "))
+				}
+			}
+		}
+	}()
+	// A normal request is served while all of them trickle.
+	start := time.Now()
+	resp := post(t, tp.url("/v1/completions"), `{"prompt":"normal"}`)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("normal request: %d", resp.StatusCode)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("a normal request took %v among %d slow clients", d, n)
+	}
+	// Every slow client is cut once server.read_timeout elapses.
+	deadline := opened.Add(cfg.Server.ReadTimeout.D() + 2*time.Second)
+	for i, c := range conns {
+		c.SetReadDeadline(deadline)
+		b, err := io.ReadAll(c)
+		if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			t.Fatalf("slow client %d still connected %v after it started", i, time.Since(opened))
+		}
+		if len(b) > 0 && !strings.HasPrefix(string(b), "HTTP/1.1 408") && !strings.HasPrefix(string(b), "HTTP/1.1 400") {
+			t.Errorf("slow client %d got %q", i, b)
+		}
+	}
+	close(stop)
+	<-trickled
+}
+
+// Malformed requests get 400 in vLLM's envelope; oversized ones 413 or 431.
+func TestBadRequestsGetClearErrors(t *testing.T) {
+	up := upstream(t, func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.WriteHeader(200)
+	})
+	cfg := testConfig(up.URL)
+	cfg.Server.MaxBodyBytes = 1024
+	cfg.Server.MaxHeaderBytes = 4096
+	tp := startProxy(t, cfg)
+	cases := []struct {
+		name, req string
+		status    int
+	}{
+		{"garbage request line", "GARBAGE\r\n\r\n", 400},
+		{"bad content length", "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n", 400},
+		{"two content lengths", "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}", 400},
+		{"unknown transfer encoding", "POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", 400},
+		{"bad chunk", "POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 400},
+		{"both framings", "POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n", 400},
+		{"body too large", "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 4096\r\n\r\n" + strings.Repeat("x", 4096), 413},
+		{"chunked body too large", "POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n800\r\n" + strings.Repeat("x", 2048) + "\r\n0\r\n\r\n", 413},
+		{"headers too large", "GET /v1/models HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("y", 8192) + "\r\n\r\n", 431},
+		{"CONNECT", "CONNECT 127.0.0.1:1 HTTP/1.1\r\nHost: 127.0.0.1:1\r\n\r\n", 405},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			status, body := rawExchange(t, tp.addr, tc.req)
+			if !strings.HasPrefix(status, fmt.Sprint(tc.status)) {
+				t.Fatalf("status %q, want %d (body %q)", status, tc.status, body)
+			}
+			var env struct {
+				Error struct {
+					Message string `json:"message"`
+					Type    string `json:"type"`
+					Code    int    `json:"code"`
+				} `json:"error"`
+			}
+			if err := json.Unmarshal([]byte(body), &env); err != nil || env.Error.Code != tc.status || env.Error.Message == "" || env.Error.Type == "" {
+				t.Fatalf("body is not the error envelope: %q", body)
+			}
+		})
+	}
+}
+
+// A client that disconnects mid-stream cancels the upstream request (the
+// pod's running count drops), is counted 499, and leaves no upstream
+// connection or goroutine behind (goleak checks the latter in TestMain).
+func TestClientDisconnectCancelsUpstreamRequest(t *testing.T) {
+	fleet := ftFleet(t, 1)
+	pod := fleet.Servers()[0]
+	tp := startProxy(t, testConfig(fleet.URLs()...))
+	for round := 0; round < 3; round++ {
+		conn, err := net.Dial("tcp", tp.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := ftBody(5000, true)
+		fmt.Fprintf(conn, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		br := bufio.NewReader(conn)
+		for {
+			line, err := br.ReadString('\n')
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.HasPrefix(line, "data: ") {
+				break
+			}
+		}
+		if st := pod.State(); st.Running+st.Waiting != 1 {
+			t.Fatalf("the pod runs %d requests, want 1", st.Running+st.Waiting)
+		}
+		conn.Close()
+		ftPoll(t, 2*time.Second, "the pod's running count drops to 0", func() bool {
+			st := pod.State()
+			return st.Running+st.Waiting == 0 && st.ServerLoad == 0
+		})
+		ftPoll(t, 2*time.Second, "the proxy settles the request as 499", func() bool {
+			return tp.counter(t, "probegate_requests_total", map[string]string{"code": "499"}) == float64(round+1)
+		})
+		b := tp.Pool().Backends()[0]
+		ftPoll(t, 2*time.Second, "the upstream connection is closed", func() bool { return b.hc.ConnsCount() == 0 })
+		if n := ftBackend(tp, pod.Addr()).Inflight; n != 0 {
+			t.Fatalf("proxy in-flight %d after the client left", n)
+		}
+	}
+	if v := tp.counter(t, "probegate_breaker_state", nil); v != 0 {
+		t.Fatal("client cancellations counted against the backend")
+	}
+}
+
+// A client that stops reading mid-stream (without closing) is cut once a
+// write has waited upstream.idle_timeout, and its upstream request is
+// cancelled: a stalled reader holds neither a connection nor a model
+// server's slot for longer.
+func TestStalledReaderIsCut(t *testing.T) {
+	upstreamDone := make(chan struct{})
+	up := upstream(t, func(w http.ResponseWriter, r *http.Request) {
+		defer close(upstreamDone)
+		w.Header().Set("Content-Type", "text/event-stream")
+		frame := []byte("data: " + strings.Repeat("x", 16<<10) + "\n\n")
+		for r.Context().Err() == nil {
+			if _, err := w.Write(frame); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+		}
+	})
+	cfg := testConfig(up.URL)
+	cfg.Upstream.IdleTimeout = config.Duration(300 * time.Millisecond)
+	tp := startProxy(t, cfg)
+	c, err := net.Dial("tcp", tp.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.(*net.TCPConn).SetReadBuffer(4096)
+	io.WriteString(c, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 15\r\n\r\n{\"stream\":true}")
+	if _, err := bufio.NewReader(c).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	// Stop reading: buffers fill, the proxy's write blocks.
+	select {
+	case <-upstreamDone:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the upstream stream still runs 5s after the client stopped reading")
+	}
+	ftPoll(t, 2*time.Second, "the stalled stream is settled", func() bool {
+		return tp.counter(t, "probegate_requests_total", map[string]string{"code": "499"}) == 1
+	})
+}
