@@ -148,6 +148,7 @@ func (sc *Scraper) Remove(s *State) {
 	if ok {
 		cancel()
 		s.scrapeInterval.Store(0)
+		s.scrapeFailing.Store(false)
 	}
 }
 
@@ -197,9 +198,11 @@ func (sc *Scraper) loop(ctx context.Context, s *State) {
 		switch {
 		case err != nil && !failing:
 			failing = true
+			s.scrapeFailing.Store(true)
 			sc.log.Warn().Str("backend", addr).Err(err).Msg("scrape failing")
 		case err == nil && failing:
 			failing = false
+			s.scrapeFailing.Store(false)
 			sc.log.Info().Str("backend", addr).Msg("scrape recovered")
 		}
 		if sc.cfg.Adaptive {

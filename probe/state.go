@@ -31,7 +31,14 @@ type State struct {
 
 	// The scrape loop's current interval in nanoseconds (0: not scraped).
 	scrapeInterval atomic.Int64
+	// Set while the scrape loop's scrapes fail (from the first failure to
+	// the next success).
+	scrapeFailing atomic.Bool
 }
+
+// ScrapeFailing reports whether the backend's scrapes are failing now. It
+// is false when the backend is not scraped.
+func (s *State) ScrapeFailing() bool { return s.scrapeFailing.Load() }
 
 // ScrapeInterval returns the current interval of the backend's scrape loop,
 // or 0 when it is not scraped.

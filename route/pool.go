@@ -13,10 +13,13 @@ func (p *Pool) Backends() []*Backend { return p.backends }
 // Len returns the number of backends in the pool.
 func (p *Pool) Len() int { return len(p.backends) }
 
-// anyEligible reports whether at least one backend may be sampled.
-func (p *Pool) anyEligible() bool {
+// anyHealthy reports whether at least one backend is eligible and not
+// failing its background scrapes. Breakers only learn from requests, so
+// without traffic a fleet that died looks eligible; its failing scrapes
+// tell. Backends that are not scraped (blind policies) count as healthy.
+func (p *Pool) anyHealthy() bool {
 	for _, b := range p.backends {
-		if b.Eligible() {
+		if b.Eligible() && !b.state.ScrapeFailing() {
 			return true
 		}
 	}

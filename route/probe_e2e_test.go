@@ -239,3 +239,26 @@ func waitUntil(t *testing.T, d time.Duration, cond func() bool, what string) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// A fleet that dies while no traffic flows opens no breaker, but its failing
+// scrapes turn /readyz failing; it recovers when the pods come back.
+func TestReadinessFollowsScrapesWhenIdle(t *testing.T) {
+	f := simFleet(t, 2, nil)
+	cfg := probeConfig(f)
+	cfg.Scrape.Interval = config.Duration(50 * time.Millisecond)
+	cfg.Scrape.MinInterval = config.Duration(20 * time.Millisecond)
+	cfg.Scrape.MaxInterval = config.Duration(100 * time.Millisecond)
+	cfg.Scrape.Timeout = config.Duration(100 * time.Millisecond)
+	tp := startProxy(t, cfg)
+	waitUntil(t, 2*time.Second, tp.Ready, "ready with live pods")
+	for _, s := range f.Servers() {
+		s.Close()
+	}
+	waitUntil(t, 3*time.Second, func() bool { return !tp.Ready() }, "/readyz to fail after every pod died")
+	for _, s := range f.Servers() {
+		if err := s.Restart(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitUntil(t, 3*time.Second, tp.Ready, "/readyz to recover when the pods came back")
+}

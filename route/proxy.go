@@ -344,8 +344,10 @@ func (p *Proxy) newBackend(addr, url string, tls bool, cfg *config.Config) *Back
 // Pool returns the current pool snapshot.
 func (p *Proxy) Pool() *Pool { return p.pool.Load() }
 
-// Ready reports whether at least one backend is eligible.
-func (p *Proxy) Ready() bool { return p.pool.Load().anyEligible() }
+// Ready reports whether at least one backend is eligible and, when the
+// policy scrapes, not failing its scrapes (so that a fleet that died while
+// idle turns /readyz failing within one scrape interval).
+func (p *Proxy) Ready() bool { return p.pool.Load().anyHealthy() }
 
 // Gatherer returns the registry the proxy's metrics are gathered from.
 func (p *Proxy) Gatherer() prometheus.Gatherer { return p.gather }
