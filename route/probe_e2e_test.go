@@ -262,3 +262,38 @@ func TestReadinessFollowsScrapesWhenIdle(t *testing.T) {
 	}
 	waitUntil(t, 3*time.Second, tp.Ready, "/readyz to recover when the pods came back")
 }
+
+// With probe.orca on, every non-streaming answer's endpoint-load-metrics
+// header refreshes that backend's state at no probe cost, and the header
+// does not reach the client.
+func TestORCAHeadersRefreshStateForFree(t *testing.T) {
+	f := simFleet(t, 1, func(c *vllmsim.Config) { c.TimeScale = 0.05 })
+	cfg := probeConfig(f)
+	cfg.Route.Policy = "cached"
+	cfg.Scrape.Adaptive = false
+	cfg.Scrape.Interval = config.Duration(time.Hour)
+	cfg.Scrape.MaxInterval = config.Duration(time.Hour)
+	tp := startProxy(t, cfg)
+	b := tp.Pool().Backends()[0]
+	waitUntil(t, 2*time.Second, func() bool { return b.state.Latest() != nil }, "the first scrape")
+	first := b.state.Latest()
+
+	body := `{"model":"` + vllmsim.DefaultConfig().Model + `","prompt":"hi","max_tokens":2}`
+	resp := post(t, tp.url("/v1/completions"), body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("Endpoint-Load-Metrics") != "" {
+		t.Fatalf("status %d, ORCA header leaked to the client: %q", resp.StatusCode, resp.Header.Get("Endpoint-Load-Metrics"))
+	}
+	l := b.state.Latest()
+	if l == first || l.Source.String() != "orca" {
+		t.Fatalf("latest report source %v, want a fresh orca report", l.Source)
+	}
+	// Streaming answers carry no ORCA header (vLLM sends it only on
+	// non-streaming ones), so they must not pretend to refresh anything.
+	resp = post(t, tp.url("/v1/completions"), strings.Replace(body, `"max_tokens":2`, `"max_tokens":2,"stream":true`, 1))
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if b.state.Latest() != l {
+		t.Fatal("a streaming answer replaced the report")
+	}
+}
