@@ -30,6 +30,8 @@ type reqCtx struct {
 	states      []*probe.State
 	spareStates []*probe.State
 	tried       [maxRetries + 1]*Backend
+	memo        [memoryScan]*Backend
+	memoCands   [memoryScan]Candidate
 	id          []byte
 	xff         []byte
 }

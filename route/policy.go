@@ -112,14 +112,25 @@ func (p *Proxy) pick(ctx context.Context, rc *reqCtx, rt *runtime, pool *Pool, e
 		dec.sampled = len(rc.all)
 		return p.score(rc, rt, rc.all, &dec)
 	default: // policyProbe
+		// Candidates, in order: the affinity backend (prefix or LoRA), the
+		// backend that looks best in the cache (power-of-d with memory),
+		// then uniform random samples up to d. The probe verifies them all.
 		d := rt.d
 		k := 0
+		excl := append(rc.excl[:0], exclude...)
 		if a := p.affine(rc, rt, bs, exclude); a != nil {
-			rc.sample[0] = a
-			k = 1
-			exclude = append(rc.excl[:0], exclude...)
-			exclude = append(exclude, a)
+			rc.sample[k] = a
+			k++
+			excl = append(excl, a)
 		}
+		if k < d {
+			if m := p.bestCached(rc, rt, bs, excl); m != nil {
+				rc.sample[k] = m
+				k++
+				excl = append(excl, m)
+			}
+		}
+		exclude = excl
 		k += sampleEligible(bs, rc.sample[k:d], exclude, p.rand)
 		if k == 0 {
 			return nil, dec, ErrNoBackend
@@ -199,6 +210,50 @@ func (p *Proxy) affine(rc *reqCtx, rt *runtime, bs []*Backend, exclude []*Backen
 		return free
 	}
 	return nil
+}
+
+// memoryScan bounds how many backends bestCached reads: all of them in
+// fleets up to this size, a random sample of this many in larger ones.
+const memoryScan = 16
+
+// bestCached returns the eligible backend (not in exclude) that looks best
+// in the cache: the lowest corrected queue, then the lowest KV use, over
+// every backend of a small pool or memoryScan sampled ones. It is the
+// "memory" of power-of-d-choices with memory (Mitzenmacher, Prabhakar and
+// Shah): one slot of the sample goes to the best-known backend, so
+// knowledge gathered by earlier probes, scrapes and ORCA headers is not
+// thrown away, while the random slots keep a stale prior from herding
+// every decision onto one backend; the probe then checks the prior. It
+// returns nil when nothing is eligible.
+func (p *Proxy) bestCached(rc *reqCtx, rt *runtime, bs []*Backend, exclude []*Backend) *Backend {
+	scan := rc.memo[:0]
+	if len(bs) <= memoryScan {
+		for _, b := range bs {
+			if b.Eligible() && !contains(exclude, b) {
+				scan = append(scan, b)
+			}
+		}
+	} else {
+		scan = scan[:sampleEligible(bs, rc.memo[:memoryScan], exclude, p.rand)]
+	}
+	if len(scan) == 0 {
+		return nil
+	}
+	now := p.now()
+	cands := rc.memoCands[:0]
+	for i, b := range scan {
+		v := b.state.View(now, rt.staleAfter)
+		cands = append(cands, Candidate{Index: i, Queue: v.Queue, KVUse: v.KVUse, LoRA: 0.5})
+	}
+	w := Weights{Queue: rt.weights.Queue, KVCache: rt.weights.KVCache}
+	if w.Queue == 0 && w.KVCache == 0 {
+		w.Queue = 1
+	}
+	i, _ := PickBest(cands, &w, p.rand())
+	if i < 0 {
+		return nil
+	}
+	return scan[cands[i].Index]
 }
 
 // score builds each backend's candidate value from its view and picks the
