@@ -94,7 +94,7 @@ type Probe struct {
 	Deadline   Duration `yaml:"deadline"`    // default 5ms
 	HedgeAfter string   `yaml:"hedge_after"` // duration or "auto"; default "auto"
 	Hedges     int      `yaml:"hedges"`      // default 1
-	Quorum     int      `yaml:"quorum"`      // default 0 = d-1, at least 1
+	Quorum     int      `yaml:"quorum"`      // default 2; 0 = d-1, at least 1; above d+hedges = every probe
 	FreshFor   Duration `yaml:"fresh_for"`   // default 2ms
 	ORCA       bool     `yaml:"orca"`        // default true
 }

@@ -96,7 +96,6 @@ func TestValidate(t *testing.T) {
 		{"hedge_after past deadline", func(c *Config) { c.Probe.HedgeAfter = "5ms" }, `probe.hedge_after: must be < probe.deadline`},
 		{"hedges", func(c *Config) { c.Probe.Hedges = -1 }, `probe.hedges: must be >= 0`},
 		{"quorum negative", func(c *Config) { c.Probe.Quorum = -1 }, `probe.quorum: must be >= 0`},
-		{"quorum too big", func(c *Config) { c.Probe.Quorum = 4 }, `probe.quorum: must be <= route.d + probe.hedges (3)`},
 		{"fresh_for", func(c *Config) { c.Probe.FreshFor = -1 }, `probe.fresh_for: must be >= 0`},
 		{"scrape interval", func(c *Config) { c.Scrape.Interval = 0 }, `scrape.interval: must be > 0`},
 		{"scrape interval outside", func(c *Config) { c.Scrape.Interval = Duration(10 * time.Second) }, `scrape.interval: must be within [scrape.min_interval, scrape.max_interval] when scrape.adaptive is true`},
@@ -412,5 +411,17 @@ func TestEditDistance(t *testing.T) {
 		if got := editDistance(tt.a, tt.b); got != tt.want {
 			t.Errorf("editDistance(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
 		}
+	}
+}
+
+// A quorum above route.d + probe.hedges means "wait for every probe": it is
+// valid, so lowering route.d never trips over the default quorum.
+func TestQuorumAboveProbeCountIsValid(t *testing.T) {
+	c := valid()
+	c.Route.D = 1
+	c.Probe.Hedges = 0
+	c.Probe.Quorum = 2
+	if err := c.Validate(); err != nil {
+		t.Fatalf("quorum above d + hedges rejected: %v", err)
 	}
 }

@@ -51,7 +51,7 @@ func Default() *Config {
 			Deadline:   Duration(5 * time.Millisecond),
 			HedgeAfter: HedgeAuto,
 			Hedges:     1,
-			Quorum:     0,
+			Quorum:     2,
 			FreshFor:   Duration(2 * time.Millisecond),
 			ORCA:       true,
 		},

@@ -203,9 +203,9 @@ func validate(c *Config) Errors {
 	}
 	v.atLeast("probe.hedges", int64(p.Hedges), 0)
 	v.atLeast("probe.quorum", int64(p.Quorum), 0)
-	if r.D >= 1 && p.Hedges >= 0 && p.Quorum > r.D+p.Hedges {
-		v.add("probe.quorum", "must be <= route.d + probe.hedges (%d)", r.D+p.Hedges)
-	}
+	// A quorum above route.d + probe.hedges is not an error: it means
+	// "wait for every probe" (still bounded by probe.deadline), so a user
+	// who lowers route.d is not tripped by the default quorum.
 	v.nonNegative("probe.fresh_for", p.FreshFor)
 
 	sc := c.Scrape
