@@ -7,6 +7,9 @@ import (
 	"time"
 )
 
+// errNotSent marks requests a cancelled run never sent.
+const errNotSent = "not sent: run cancelled"
+
 // Targets maps a request to the base URL it is sent to.
 type Targets struct {
 	Proxies []string // one per replica
@@ -41,7 +44,7 @@ func Generate(ctx context.Context, c *http.Client, t Targets, reqs []Req, perReq
 			case <-timer.C:
 			case <-ctx.Done():
 				for j := i; j < len(reqs); j++ {
-					out[j] = Outcome{Index: j, Err: "not sent: run cancelled", Direct: reqs[j].Direct >= 0, Replica: reqs[j].Replica, Step: reqs[j].Step}
+					out[j] = Outcome{Index: j, Err: errNotSent, Direct: reqs[j].Direct >= 0, Replica: reqs[j].Replica, Step: reqs[j].Step}
 				}
 				wg.Wait()
 				return out

@@ -31,8 +31,16 @@ const (
 // AllStrategies lists every strategy in report order.
 var AllStrategies = []string{RoundRobin, Random, LeastInflight, Cached, CachedAdaptive, Probe, ProbeNoHedge, Oracle}
 
+// ExtraStrategies are diagnostic variants of probe, accepted by
+// -strategies but not run by default (names outside DESIGN.md's list):
+// probe_d3 (route.d 3), probe_q2 (probe.quorum 2: wait for both answers),
+// probe_load (probe.endpoint load: the cheap /load endpoint), probe_jsq
+// (probe scoring on queue alone: weights kv 0), oracle_jsq (the oracle
+// scoring on queue alone: join-the-shortest-queue on true state).
+var ExtraStrategies = []string{"probe_d3", "probe_q2", "probe_load", "probe_jsq", "oracle_jsq"}
+
 // isProbe reports whether s decides on synchronous probes.
-func isProbe(s string) bool { return s == Probe || s == ProbeNoHedge }
+func isProbe(s string) bool { return strings.HasPrefix(s, Probe) }
 
 // StrategyConfig returns the proxy configuration of strategy s in front of
 // urls. Every strategy runs the same route.Proxy code; only the policy and
@@ -55,9 +63,12 @@ func StrategyConfig(s string, urls []string) (*config.Config, error) {
 	switch s {
 	case RoundRobin, Random, LeastInflight:
 		cfg.Route.Policy = s
-	case Cached, CachedAdaptive, Oracle:
+	case Cached, CachedAdaptive, Oracle, "oracle_jsq":
 		cfg.Route.Policy = "cached"
 		cfg.Route.Weights.Queue, cfg.Route.Weights.KVCache, cfg.Route.Weights.Prefix = 2, 2, 3
+		if s == "oracle_jsq" {
+			cfg.Route.Weights = config.Weights{Queue: 1}
+		}
 		cfg.Scrape.Interval = config.Duration(50 * time.Millisecond)
 		cfg.Scrape.Adaptive = s == CachedAdaptive
 		if s == CachedAdaptive {
@@ -67,13 +78,21 @@ func StrategyConfig(s string, urls []string) (*config.Config, error) {
 	case Probe:
 	case ProbeNoHedge:
 		cfg.Probe.Hedges = 0
+	case "probe_d3":
+		cfg.Route.D = 3
+	case "probe_q2":
+		cfg.Probe.Quorum = 2
+	case "probe_load":
+		cfg.Probe.Endpoint = config.EndpointLoad
+	case "probe_jsq":
+		cfg.Route.Weights = config.Weights{Queue: 1}
 	default:
 		return nil, fmt.Errorf("unknown strategy %q", s)
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("strategy %s: %w", s, err)
 	}
-	if s == Oracle {
+	if s == Oracle || s == "oracle_jsq" {
 		cfg.Route.Policy = "oracle" // validated as cached: config.yaml does not accept oracle
 	}
 	return cfg, nil
@@ -81,9 +100,9 @@ func StrategyConfig(s string, urls []string) (*config.Config, error) {
 
 // ProxyInstance is one running probegate in front of a fleet.
 type ProxyInstance struct {
-	P   *route.Proxy
-	URL string
-	ln  net.Listener
+	P    *route.Proxy
+	URL  string
+	ln   net.Listener
 	errc chan error
 }
 
@@ -95,7 +114,7 @@ func StartProxy(s string, fleet *vllmsim.Fleet) (*ProxyInstance, error) {
 		return nil, err
 	}
 	opts := route.Options{Config: cfg, Registerer: prometheus.NewRegistry()}
-	if s == Oracle {
+	if cfg.Route.Policy == "oracle" {
 		opts.Oracle = OracleFor(fleet)
 	}
 	p, err := route.New(opts)

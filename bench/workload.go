@@ -14,10 +14,10 @@ type Req struct {
 	At        time.Duration // scheduled send time, from the start of the run
 	Model     string        // base model or a LoRA adapter
 	Prompt    string
-	MaxTokens int  // exact output length (the request sets ignore_eos)
-	Direct    int  // >= 0: sent straight to server Direct, bypassing the proxies
-	Replica   int  // which proxy replica receives it
-	Step      int  // ramp step (0 elsewhere)
+	MaxTokens int // exact output length (the request sets ignore_eos)
+	Direct    int // >= 0: sent straight to server Direct, bypassing the proxies
+	Replica   int // which proxy replica receives it
+	Step      int // ramp step (0 elsewhere)
 }
 
 // Workload describes how requests are drawn.

@@ -1,0 +1,55 @@
+// Command bench runs probegate's benchmark: simulated vLLM fleets on
+// loopback, real probegate proxies in front of them, an open-loop streaming
+// load generator, and the baselines, side by side. See bench/README.md.
+//
+//	go run ./bench/cmd/bench [-scenario NAME|all] [-quick] [-out DIR] [-seed N]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/probegate/probegate/bench"
+)
+
+func main() {
+	bench.ServeUpstreamIfChild()
+	fs := flag.NewFlagSet("bench", flag.ExitOnError)
+	scenario := fs.String("scenario", "", "scenario name, comma-separated list, or all (default: all; with -quick: "+strings.Join(bench.QuickScenarios, ",")+"); one of "+strings.Join(bench.Scenarios, ", "))
+	quick := fs.Bool("quick", false, "small runs of steady, spike and replicas (under 5 minutes)")
+	out := fs.String("out", "bench-out", "output directory for results.json, report.md and plots")
+	seed := fs.Int64("seed", 1, "first seed: schedules, requests and simulator draws derive from it")
+	seeds := fs.Int("seeds", 0, "runs per scenario and strategy over seeds seed..seed+n-1 (default 1 quick, 3 full)")
+	dur := fs.Duration("duration", 0, "load duration of each steady-state run (default 3s quick, 15s full)")
+	strategies := fs.String("strategies", "", "comma-separated subset of strategies (default all)")
+	servers := fs.Int("servers", 0, "simulated servers (default 8)")
+	burst := fs.Float64("burstiness", 1, "gamma shape of arrival gaps: 1 = Poisson, < 1 = burstier (as vllm bench serve)")
+	noProgress := fs.Bool("no-progress", false, "no progress bar on stderr")
+	_ = fs.Parse(os.Args[1:])
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	o := bench.Options{Scenario: *scenario, Quick: *quick, Out: *out, Seed: *seed, Seeds: *seeds,
+		Duration: *dur, Servers: *servers, Burstiness: *burst, Progress: os.Stderr, Log: os.Stderr}
+	if *noProgress {
+		o.Progress = nil
+	}
+	if *strategies != "" {
+		o.Strategies = strings.Split(*strategies, ",")
+	}
+	start := time.Now()
+	res, err := bench.Run(ctx, o)
+	if res != nil {
+		fmt.Fprintf(os.Stderr, "wrote %s/results.json and %s/report.md in %v\n", *out, *out, time.Since(start).Round(time.Second))
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,780 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// OverheadOptions configure the overhead scenario.
+type OverheadOptions struct {
+	Quick    bool
+	Log      func(string, ...any)
+	Progress *Progress
+	// Streams is the number of idle streams for the RSS measurement
+	// (default 10,000).
+	Streams int
+}
+
+// OverheadResult is the overhead scenario: a fast upstream behind each
+// proxy, loaded with wrk and with the Go generator at fixed concurrency.
+type OverheadResult struct {
+	Concurrency int              `json:"concurrency"`
+	DurationS   float64          `json:"duration_s"`
+	Targets     []OverheadTarget `json:"targets"`
+	Skipped     []string         `json:"skipped,omitempty"`
+	// RSS of probegate (least_inflight) holding IdleStreams open streams.
+	IdleStreams   int     `json:"idle_streams"`
+	RSSIdleMiB    float64 `json:"rss_idle_mib"`
+	RSSStreamsMiB float64 `json:"rss_streams_mib"`
+	StreamsOpened int     `json:"streams_opened"`
+	RSSNote       string  `json:"rss_note,omitempty"`
+	Install       string  `json:"install"`
+}
+
+// OverheadTarget is one target's figures.
+type OverheadTarget struct {
+	Name        string    `json:"name"`
+	WrkRPS      float64   `json:"wrk_rps"`
+	WrkLatency  Quantiles `json:"wrk_latency_ms"`
+	GoRPS       float64   `json:"go_rps"`
+	GoLatency   Quantiles `json:"go_latency_ms"`
+	GoErrors    int64     `json:"go_errors"`
+	VsNginxWrk  float64   `json:"rps_vs_nginx_wrk"`
+	VsDirectWrk float64   `json:"rps_vs_direct_wrk"`
+	VsNginxGo   float64   `json:"rps_vs_nginx_go"`
+	VsDirectGo  float64   `json:"rps_vs_direct_go"`
+	P99VsNginx  float64   `json:"p99_vs_nginx_go"`
+	P99VsDirect float64   `json:"p99_vs_direct_go"`
+	Error       string    `json:"error,omitempty"`
+}
+
+func (o *OverheadResult) target(name string) *OverheadTarget {
+	if o == nil {
+		return nil
+	}
+	for i := range o.Targets {
+		if o.Targets[i].Name == name {
+			return &o.Targets[i]
+		}
+	}
+	return nil
+}
+
+// InstallHint says how to get the external baselines.
+const InstallHint = "apt-get update && apt-get install -y nginx-light haproxy wrk (Debian/Ubuntu, as root)"
+
+// fastUpstream answers every request at once with a small JSON body (and
+// /metrics with a tiny vLLM exposition so probes work). A streaming
+// completion gets one SSE frame and is then held open until Close: the idle
+// streams of the RSS measurement.
+type fastUpstream struct {
+	srv  *fasthttp.Server
+	ln   net.Listener
+	quit chan struct{}
+	once sync.Once
+}
+
+var (
+	fastBody    = []byte(`{"id":"cmpl-1","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":"ok","finish_reason":"length"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`)
+	fastMetrics = []byte("vllm:num_requests_running{model_name=\"m\"} 0.0\nvllm:num_requests_waiting{model_name=\"m\"} 0.0\nvllm:kv_cache_usage_perc{model_name=\"m\"} 0.0\n")
+	streamKey   = []byte(`"stream":true`)
+)
+
+func startFastUpstream() (*fastUpstream, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	u := newFastUpstream(ln)
+	go func() { _ = u.srv.Serve(ln) }()
+	return u, nil
+}
+
+func newFastUpstream(ln net.Listener) *fastUpstream {
+	u := &fastUpstream{ln: ln, quit: make(chan struct{})}
+	u.srv = &fasthttp.Server{
+		Handler: func(ctx *fasthttp.RequestCtx) {
+			switch {
+			case string(ctx.Path()) == "/metrics":
+				ctx.SetContentType("text/plain; version=0.0.4")
+				ctx.SetBody(fastMetrics)
+			case bytes.Contains(ctx.PostBody(), streamKey):
+				ctx.SetContentType("text/event-stream")
+				ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
+					_, _ = w.WriteString("data: {\"choices\":[{\"index\":0,\"text\":\"ok\"}]}\n\n")
+					_ = w.Flush()
+					<-u.quit
+				})
+			default:
+				ctx.SetContentType("application/json")
+				ctx.SetBody(fastBody)
+			}
+		},
+		Concurrency:                   1 << 20,
+		NoDefaultServerHeader:         true,
+		DisableHeaderNamesNormalizing: true,
+	}
+	return u
+}
+
+func (u *fastUpstream) Addr() string { return u.ln.Addr().String() }
+
+func (u *fastUpstream) Close() {
+	u.once.Do(func() { close(u.quit) })
+	_ = u.srv.Shutdown()
+}
+
+// freePort returns a loopback port that was free a moment ago.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// child is an external process started by the overhead scenario; Stop
+// kills it (and its process group) and always runs.
+type child struct {
+	name string
+	cmd  *exec.Cmd
+	addr string
+}
+
+func startChild(ctx context.Context, name, addr string, argv []string, logPath string) (*child, error) {
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if f, err := os.Create(logPath); err == nil {
+		cmd.Stdout, cmd.Stderr = f, f
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	c := &child{name: name, cmd: cmd, addr: addr}
+	if err := waitHTTP(addr, 10*time.Second); err != nil {
+		c.Stop()
+		log, _ := os.ReadFile(logPath)
+		return nil, fmt.Errorf("%s did not come up on %s: %v: %s", name, addr, err, truncate(string(log), 300))
+	}
+	return c, nil
+}
+
+func (c *child) Stop() {
+	if c == nil || c.cmd.Process == nil {
+		return
+	}
+	_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+	_ = c.cmd.Wait()
+}
+
+// waitHTTP polls addr with a POST until it answers 200.
+func waitHTTP(addr string, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	var last error
+	for time.Now().Before(deadline) {
+		code, err := fasthttpPost("http://" + addr + "/v1/completions")
+		if err == nil && code == 200 {
+			return nil
+		}
+		last = err
+		if err == nil {
+			last = fmt.Errorf("status %d", code)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return last
+}
+
+func fasthttpPost(url string) (int, error) {
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI(url)
+	req.Header.SetMethod("POST")
+	err := fasthttp.DoTimeout(req, resp, 500*time.Millisecond)
+	return resp.StatusCode(), err
+}
+
+const overheadBody = `{"model":"m","prompt":"hello","max_tokens":1}`
+
+// RunOverhead measures proxy overhead on a fast upstream: direct,
+// probegate (least_inflight), probegate (probe, d=2), nginx (least_conn)
+// and HAProxy (leastconn), with wrk and with the Go generator, then
+// probegate's RSS holding 10,000 idle streams. External programs are found
+// with exec.LookPath; missing ones are skipped and listed. Every process
+// started is killed before it returns.
+func RunOverhead(ctx context.Context, o OverheadOptions) (*OverheadResult, error) {
+	logf := o.Log
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	if o.Streams <= 0 {
+		o.Streams = 10000
+	}
+	raiseNoFile()
+	dur := 8 * time.Second
+	if o.Quick {
+		dur = 3 * time.Second
+	}
+	res := &OverheadResult{Concurrency: 64, DurationS: dur.Seconds(), Install: InstallHint}
+	tmp, err := os.MkdirTemp("", "probegate-overhead-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+
+	ups := make([]*fastUpstream, 2)
+	for i := range ups {
+		if ups[i], err = startFastUpstream(); err != nil {
+			return nil, err
+		}
+		defer ups[i].Close()
+	}
+	upAddrs := []string{ups[0].Addr(), ups[1].Addr()}
+
+	wrk, wrkErr := exec.LookPath("wrk")
+	if wrkErr != nil {
+		res.Skipped = append(res.Skipped, "wrk: not installed ("+InstallHint+"); only the Go generator ran")
+	}
+	bin, err := buildProbegate(ctx, tmp)
+	if err != nil {
+		res.Skipped = append(res.Skipped, "probegate binary: "+err.Error())
+	}
+
+	type target struct {
+		name  string
+		start func() (*child, error)
+	}
+	targets := []target{{name: "direct"}}
+	for _, pol := range []string{"least_inflight", "probe"} {
+		if bin == "" {
+			break
+		}
+		targets = append(targets, target{name: "probegate_" + pol, start: func() (*child, error) {
+			return startProbegate(ctx, bin, tmp, pol, upAddrs)
+		}})
+	}
+	if p, err := exec.LookPath("nginx"); err == nil {
+		targets = append(targets, target{name: "nginx", start: func() (*child, error) { return startNginx(ctx, p, tmp, upAddrs) }})
+	} else {
+		res.Skipped = append(res.Skipped, "nginx: not installed ("+InstallHint+")")
+	}
+	if p, err := exec.LookPath("haproxy"); err == nil {
+		targets = append(targets, target{name: "haproxy", start: func() (*child, error) { return startHAProxy(ctx, p, tmp, upAddrs) }})
+	} else {
+		res.Skipped = append(res.Skipped, "haproxy: not installed ("+InstallHint+")")
+	}
+	if o.Progress != nil {
+		o.Progress.AddRuns(len(targets) + 1)
+	}
+	luaPath := filepath.Join(tmp, "post.lua")
+	_ = os.WriteFile(luaPath, []byte("wrk.method = \"POST\"\nwrk.body = '"+overheadBody+"'\nwrk.headers[\"Content-Type\"] = \"application/json\"\n"), 0o644)
+
+	for _, t := range targets {
+		if ctx.Err() != nil {
+			break
+		}
+		if o.Progress != nil {
+			o.Progress.Begin("overhead/"+t.name, 0)
+		}
+		ot := OverheadTarget{Name: t.name}
+		addr := upAddrs[0]
+		var c *child
+		if t.start != nil {
+			c, err = t.start()
+			if err != nil {
+				ot.Error = err.Error()
+				res.Targets = append(res.Targets, ot)
+				logf("overhead: %s: %v", t.name, err)
+				if o.Progress != nil {
+					o.Progress.End()
+				}
+				continue
+			}
+			addr = c.addr
+		}
+		url := "http://" + addr + "/v1/completions"
+		if wrkErr == nil {
+			ot.WrkRPS, ot.WrkLatency, err = runWrk(ctx, wrk, luaPath, url, res.Concurrency, dur)
+			if err != nil {
+				ot.Error = "wrk: " + err.Error()
+			}
+		}
+		ot.GoRPS, ot.GoLatency, ot.GoErrors = goFixedConcurrency(ctx, addr, res.Concurrency, dur)
+		c.Stop()
+		logf("overhead: %-26s wrk %8.0f req/s p99 %6.2f ms | go %8.0f req/s p99 %6.2f ms", t.name, ot.WrkRPS, ot.WrkLatency.P99, ot.GoRPS, ot.GoLatency.P99)
+		res.Targets = append(res.Targets, ot)
+		if o.Progress != nil {
+			o.Progress.End()
+		}
+	}
+	ng, dir := res.target("nginx"), res.target("direct")
+	for i := range res.Targets {
+		t := &res.Targets[i]
+		if ng != nil {
+			t.VsNginxWrk, t.VsNginxGo = round3(ratio(t.WrkRPS, ng.WrkRPS)), round3(ratio(t.GoRPS, ng.GoRPS))
+			t.P99VsNginx = round3(ratio(t.GoLatency.P99, ng.GoLatency.P99))
+		}
+		if dir != nil {
+			t.VsDirectWrk, t.VsDirectGo = round3(ratio(t.WrkRPS, dir.WrkRPS)), round3(ratio(t.GoRPS, dir.GoRPS))
+			t.P99VsDirect = round3(ratio(t.GoLatency.P99, dir.GoLatency.P99))
+		}
+	}
+
+	// RSS of probegate (least_inflight) holding o.Streams idle streams.
+	if bin != "" && ctx.Err() == nil {
+		if o.Progress != nil {
+			o.Progress.Begin("overhead/rss", o.Streams)
+		}
+		res.IdleStreams = o.Streams
+		n := maxStreams(o.Streams)
+		if n < o.Streams {
+			res.RSSNote = fmt.Sprintf("the open-files hard limit allows %d streams (2 sockets each in the proxy), not %d; per-stream cost is (RSS - idle)/streams", n, o.Streams)
+		}
+		if err := measureRSS(ctx, bin, tmp, n, res, o.Progress); err != nil {
+			res.RSSNote = strings.TrimPrefix(res.RSSNote+"; "+err.Error(), "; ")
+		}
+		logf("overhead: probegate RSS %.1f MiB idle, %.1f MiB with %d open streams", res.RSSIdleMiB, res.RSSStreamsMiB, res.StreamsOpened)
+		if o.Progress != nil {
+			o.Progress.End()
+		}
+	}
+	return res, nil
+}
+
+// raiseNoFile lifts the open-files limit (inherited by the children): 10,000
+// streams hold 20,000 sockets in the proxy and as many here.
+func raiseNoFile() {
+	var l syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l) != nil {
+		return
+	}
+	want := uint64(200000)
+	if l.Max < want {
+		n := syscall.Rlimit{Cur: want, Max: want}
+		if syscall.Setrlimit(syscall.RLIMIT_NOFILE, &n) == nil {
+			return
+		}
+	}
+	l.Cur = l.Max
+	_ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &l)
+}
+
+// buildProbegate builds the proxy binary (the module's main package) with
+// the go tool, so it runs as its own process like nginx and HAProxy.
+func buildProbegate(ctx context.Context, dir string) (string, error) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	out := filepath.Join(dir, "probegate")
+	cmd := exec.CommandContext(ctx, goTool, "build", "-o", out, "github.com/probegate/probegate")
+	// Build inside the module this file belongs to, wherever the bench
+	// was started from.
+	if _, file, _, ok := runtime.Caller(0); ok {
+		if root := filepath.Dir(filepath.Dir(file)); fileExists(filepath.Join(root, "go.mod")) {
+			cmd.Dir = root
+		}
+	}
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build: %v: %s", err, truncate(string(b), 300))
+	}
+	return out, nil
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+func startProbegate(ctx context.Context, bin, dir, policy string, ups []string) (*child, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	aport, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	cfg := fmt.Sprintf(`server:
+  listen: "%s"
+  admin_listen: "127.0.0.1:%d"
+backends:
+  static: [%s]
+upstream:
+  max_conns_per_backend: 20000
+route:
+  policy: %s
+  d: 2
+log:
+  level: error
+  access: false
+`, addr, aport, staticList(ups), policy)
+	path := filepath.Join(dir, "probegate-"+policy+".yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		return nil, err
+	}
+	return startChild(ctx, "probegate", addr, []string{bin, "-config", path}, filepath.Join(dir, "probegate-"+policy+".log"))
+}
+
+func staticList(ups []string) string {
+	q := make([]string, len(ups))
+	for i, u := range ups {
+		q[i] = `"http://` + u + `"`
+	}
+	return strings.Join(q, ", ")
+}
+
+func startNginx(ctx context.Context, bin, dir string, ups []string) (*child, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	nd := filepath.Join(dir, "nginx")
+	_ = os.MkdirAll(filepath.Join(nd, "logs"), 0o755)
+	conf := fmt.Sprintf(`worker_processes 2;
+daemon off;
+pid %[1]s/nginx.pid;
+error_log %[1]s/logs/error.log error;
+worker_rlimit_nofile 100000;
+events { worker_connections 40000; multi_accept on; }
+http {
+  access_log off;
+  client_body_temp_path %[1]s/body;
+  proxy_temp_path %[1]s/proxy;
+  fastcgi_temp_path %[1]s/fastcgi;
+  uwsgi_temp_path %[1]s/uwsgi;
+  scgi_temp_path %[1]s/scgi;
+  upstream fleet { least_conn; server %[2]s; server %[3]s; keepalive 256; }
+  server {
+    listen %[4]s backlog=4096;
+    location / {
+      proxy_pass http://fleet;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_buffering off;
+      proxy_read_timeout 3600s;
+    }
+  }
+}
+`, nd, ups[0], ups[1], addr)
+	path := filepath.Join(nd, "nginx.conf")
+	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+		return nil, err
+	}
+	return startChild(ctx, "nginx", addr, []string{bin, "-p", nd, "-e", filepath.Join(nd, "logs", "error.log"), "-c", path}, filepath.Join(dir, "nginx.log"))
+}
+
+func startHAProxy(ctx context.Context, bin, dir string, ups []string) (*child, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	conf := fmt.Sprintf(`global
+  maxconn 9000
+  nbthread 2
+defaults
+  mode http
+  timeout connect 2s
+  timeout client 3600s
+  timeout server 3600s
+  option http-keep-alive
+frontend fe
+  bind %s
+  default_backend be
+backend be
+  balance leastconn
+  http-reuse always
+  server s1 %s
+  server s2 %s
+`, addr, ups[0], ups[1])
+	path := filepath.Join(dir, "haproxy.cfg")
+	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+		return nil, err
+	}
+	return startChild(ctx, "haproxy", addr, []string{bin, "-f", path, "-db"}, filepath.Join(dir, "haproxy.log"))
+}
+
+var (
+	wrkRPS = regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`)
+	wrkPct = regexp.MustCompile(`(?m)^\s+(50|75|90|99)%\s+([0-9.]+)(us|ms|s)\s*$`)
+)
+
+// runWrk runs wrk (2 threads, conc connections) and parses req/s and the
+// latency distribution.
+func runWrk(ctx context.Context, bin, lua, url string, conc int, dur time.Duration) (float64, Quantiles, error) {
+	cmd := exec.CommandContext(ctx, bin, "-t2", "-c"+strconv.Itoa(conc), "-d"+strconv.Itoa(int(dur.Seconds()))+"s", "--latency", "-s", lua, url)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return 0, Quantiles{}, fmt.Errorf("%v: %s", err, truncate(string(out), 200))
+	}
+	return parseWrk(string(out))
+}
+
+func parseWrk(out string) (float64, Quantiles, error) {
+	m := wrkRPS.FindStringSubmatch(out)
+	if m == nil {
+		return 0, Quantiles{}, errors.New("no Requests/sec in wrk output")
+	}
+	rps, _ := strconv.ParseFloat(m[1], 64)
+	var q Quantiles
+	for _, p := range wrkPct.FindAllStringSubmatch(out, -1) {
+		v, _ := strconv.ParseFloat(p[2], 64)
+		switch p[3] {
+		case "us":
+			v /= 1000
+		case "s":
+			v *= 1000
+		}
+		switch p[1] {
+		case "50":
+			q.P50 = round3(v)
+		case "90":
+			q.P90 = round3(v)
+		case "99":
+			q.P99 = round3(v)
+		}
+	}
+	return round3(rps), q, nil
+}
+
+// goFixedConcurrency runs conc closed-loop workers of small POSTs against
+// addr for dur with one fasthttp HostClient, and returns req/s and latency.
+func goFixedConcurrency(ctx context.Context, addr string, conc int, dur time.Duration) (float64, Quantiles, int64) {
+	hc := &fasthttp.HostClient{Addr: addr, MaxConns: conc, MaxIdleConnDuration: 10 * time.Second}
+	defer hc.CloseIdleConnections()
+	var errs atomic.Int64
+	lat := make([][]time.Duration, conc)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for w := range conc {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+			defer fasthttp.ReleaseRequest(req)
+			defer fasthttp.ReleaseResponse(resp)
+			for time.Since(start) < dur && ctx.Err() == nil {
+				req.Reset()
+				req.SetRequestURI("http://" + addr + "/v1/completions")
+				req.Header.SetMethod("POST")
+				req.Header.SetContentType("application/json")
+				req.SetBodyString(overheadBody)
+				t0 := time.Now()
+				err := hc.DoTimeout(req, resp, 5*time.Second)
+				if err != nil || resp.StatusCode() != 200 {
+					errs.Add(1)
+					continue
+				}
+				lat[w] = append(lat[w], time.Since(t0))
+			}
+		}()
+	}
+	wg.Wait()
+	el := time.Since(start)
+	var all []time.Duration
+	for _, l := range lat {
+		all = append(all, l...)
+	}
+	return round3(float64(len(all)) / el.Seconds()), quantilesMs(all, false), errs.Load()
+}
+
+// measureRSS starts probegate (least_inflight), reads its RSS idle, opens n
+// streaming requests that the fast upstream holds open after one frame,
+// and reads the RSS again.
+func measureRSS(ctx context.Context, bin, dir string, n int, res *OverheadResult, prog *Progress) error {
+	// The upstream holding the streams runs as a child process (this
+	// executable re-run, see ServeUpstreamIfChild) so that this process
+	// only holds the client ends of the streams.
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	uport, err := freePort()
+	if err != nil {
+		return err
+	}
+	uaddr := fmt.Sprintf("127.0.0.1:%d", uport)
+	cmd := exec.CommandContext(ctx, self)
+	cmd.Env = append(os.Environ(), upstreamEnv+"="+uaddr)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	up := &child{name: "upstream", cmd: cmd, addr: uaddr}
+	defer up.Stop()
+	if err := waitHTTP(uaddr, 10*time.Second); err != nil {
+		return fmt.Errorf("stream upstream: %w", err)
+	}
+	c, err := startProbegate(ctx, bin, dir, "least_inflight", []string{uaddr})
+	if err != nil {
+		return err
+	}
+	defer c.Stop()
+	time.Sleep(300 * time.Millisecond)
+	res.RSSIdleMiB = rssMiB(c.cmd.Process.Pid)
+	body := `{"model":"m","prompt":"hello","max_tokens":1000000,"stream":true}`
+	raw := []byte("POST /v1/completions HTTP/1.1\r\nHost: " + c.addr + "\r\nContent-Type: application/json\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body)
+	conns := make([]net.Conn, n)
+	defer func() {
+		for _, cn := range conns {
+			if cn != nil {
+				_ = cn.Close()
+			}
+		}
+	}()
+	var opened atomic.Int64
+	var firstErr atomic.Value
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 256)
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			cn, err := net.DialTimeout("tcp", c.addr, 5*time.Second)
+			if err != nil {
+				firstErr.CompareAndSwap(nil, err.Error())
+				return
+			}
+			_ = cn.SetDeadline(time.Now().Add(10 * time.Second))
+			if _, err := cn.Write(raw); err != nil {
+				firstErr.CompareAndSwap(nil, err.Error())
+				_ = cn.Close()
+				return
+			}
+			buf := make([]byte, 4096)
+			got := 0
+			for !bytes.Contains(buf[:got], []byte("data:")) {
+				k, err := cn.Read(buf[got:])
+				got += k
+				if err != nil || got == len(buf) {
+					firstErr.CompareAndSwap(nil, fmt.Sprintf("stream %d: %v", i, err))
+					_ = cn.Close()
+					return
+				}
+			}
+			_ = cn.SetDeadline(time.Time{})
+			conns[i] = cn
+			opened.Add(1)
+			if prog != nil {
+				prog.Tick()
+			}
+		}()
+	}
+	wg.Wait()
+	res.StreamsOpened = int(opened.Load())
+	time.Sleep(500 * time.Millisecond)
+	res.RSSStreamsMiB = rssMiB(c.cmd.Process.Pid)
+	if v := firstErr.Load(); v != nil {
+		return fmt.Errorf("%d of %d streams opened; first error: %v", opened.Load(), n, v)
+	}
+	return nil
+}
+
+// upstreamEnv, when set to an address, makes ServeUpstreamIfChild serve
+// the fast upstream there.
+const upstreamEnv = "PROBEGATE_BENCH_UPSTREAM"
+
+// ServeUpstreamIfChild serves the overhead scenario's fast upstream and
+// never returns when this process was started as that child (the
+// environment names the address); otherwise it returns at once. Call it
+// first in main.
+func ServeUpstreamIfChild() {
+	addr := os.Getenv(upstreamEnv)
+	if addr == "" {
+		return
+	}
+	raiseNoFile()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "upstream:", err)
+		os.Exit(1)
+	}
+	u := newFastUpstream(ln)
+	_ = u.srv.Serve(ln)
+	os.Exit(0)
+}
+
+// maxStreams is how many idle streams fit the open-files limit: the proxy
+// holds two sockets per stream.
+func maxStreams(want int) int {
+	var l syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l) != nil {
+		return want
+	}
+	limit := int(min(l.Max, 1<<30))
+	return min(want, (limit-200)/2)
+}
+
+// rssMiB returns the resident set of pid from /proc, in MiB.
+func rssMiB(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			f := strings.Fields(v)
+			if len(f) > 0 {
+				kb, _ := strconv.ParseFloat(f[0], 64)
+				return round3(kb / 1024)
+			}
+		}
+	}
+	return 0
+}
+
+// overheadReport renders the overhead section of report.md.
+func overheadReport(o *OverheadResult) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "## overhead\n\nA fast in-process fasthttp upstream (two listeners, small JSON answers), each proxy in its own process on loopback, %d connections, %.0f s per tool and target. Ratios are requests/s against nginx and against direct (no proxy); p99 ratios from the Go generator.\n\n", o.Concurrency, o.DurationS)
+	for _, s := range o.Skipped {
+		fmt.Fprintf(&b, "> Skipped: %s\n\n", s)
+	}
+	b.WriteString("| target | wrk req/s | wrk p50 ms | wrk p99 ms | Go req/s | Go p50 ms | Go p99 ms | req/s vs nginx (wrk / Go) | req/s vs direct (wrk / Go) | p99 vs nginx | p99 vs direct |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, t := range o.Targets {
+		if t.Error != "" && t.GoRPS == 0 {
+			fmt.Fprintf(&b, "| %s | error: %s |||||||||\n", t.Name, truncate(t.Error, 80))
+			continue
+		}
+		fmt.Fprintf(&b, "| %s | %.0f | %.2f | %.2f | %.0f | %.2f | %.2f | %.2f / %.2f | %.2f / %.2f | %.2f | %.2f |\n",
+			t.Name, t.WrkRPS, t.WrkLatency.P50, t.WrkLatency.P99, t.GoRPS, t.GoLatency.P50, t.GoLatency.P99,
+			t.VsNginxWrk, t.VsNginxGo, t.VsDirectWrk, t.VsDirectGo, t.P99VsNginx, t.P99VsDirect)
+	}
+	if o.IdleStreams > 0 {
+		per := 0.0
+		if o.StreamsOpened > 0 {
+			per = (o.RSSStreamsMiB - o.RSSIdleMiB) * 1024 / float64(o.StreamsOpened)
+		}
+		fmt.Fprintf(&b, "\nprobegate (least_inflight) RSS: %.1f MiB idle, **%.1f MiB with %d open idle streams** (%d requested; %.1f KiB per stream, so about %.0f MiB at 10,000).", o.RSSIdleMiB, o.RSSStreamsMiB, o.StreamsOpened, o.IdleStreams, per, o.RSSIdleMiB+per*10000/1024)
+		if o.RSSNote != "" {
+			fmt.Fprintf(&b, " Note: %s", o.RSSNote)
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\n")
+	return b.String()
+}

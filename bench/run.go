@@ -1,0 +1,153 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/probegate/probegate/bench/vllmsim"
+)
+
+// Setup is the live system one run measures: the fleet, its faults and how
+// many proxy replicas stand in front of it.
+type Setup struct {
+	Servers  int
+	Sim      vllmsim.Config
+	Faults   map[int]vllmsim.Faults // by server index
+	Replicas int
+}
+
+// RunResult is everything measured in one run of one strategy.
+type RunResult struct {
+	Strategy   string
+	Outcomes   []Outcome
+	Proxy      ProxyStats
+	PerServer  []int64   // requests finished per server
+	AvgQueue   []float64 // time-averaged running+waiting per server
+	AdapterLds int64
+	PrefixQ    int64
+	PrefixH    int64
+	Preempt    int64
+	Wall       time.Duration // first send to last completion
+}
+
+// RunOne starts a fresh fleet and fresh proxies for strategy, replays reqs
+// through them and tears everything down. The run is bounded: requests get
+// perReq each and the whole run is cancelled by ctx.
+func RunOne(ctx context.Context, su Setup, strategy string, reqs []Req, perReq time.Duration, progress func()) (*RunResult, error) {
+	fleet, err := vllmsim.StartFleet(su.Servers, "127.0.0.1", 0, su.Sim)
+	if err != nil {
+		return nil, err
+	}
+	defer fleet.Close()
+	servers := fleet.Servers()
+	for i, f := range su.Faults {
+		if i < len(servers) {
+			servers[i].SetFaults(f)
+		}
+	}
+	reps := max(su.Replicas, 1)
+	var proxies []*ProxyInstance
+	defer func() {
+		var wg sync.WaitGroup
+		for _, p := range proxies {
+			wg.Add(1)
+			go func() { defer wg.Done(); p.Stop() }()
+		}
+		wg.Wait()
+	}()
+	t := Targets{Servers: fleet.URLs()}
+	for range reps {
+		p, err := StartProxy(strategy, fleet)
+		if err != nil {
+			return nil, fmt.Errorf("start proxy %s: %w", strategy, err)
+		}
+		proxies = append(proxies, p)
+		t.Proxies = append(t.Proxies, p.URL)
+	}
+	c := NewHTTPClient()
+	defer c.CloseIdleConnections()
+
+	// Sample each server's true queue to time-average it.
+	sctx, stop := context.WithCancel(ctx)
+	qsum := make([]float64, len(servers))
+	var samples int
+	var sw sync.WaitGroup
+	sw.Add(1)
+	go func() {
+		defer sw.Done()
+		tk := time.NewTicker(20 * time.Millisecond)
+		defer tk.Stop()
+		for {
+			select {
+			case <-sctx.Done():
+				return
+			case <-tk.C:
+				for i, s := range servers {
+					st := s.State()
+					qsum[i] += float64(st.Running + st.Waiting)
+				}
+				samples++
+			}
+		}
+	}()
+	start := time.Now()
+	outs := Generate(ctx, c, t, reqs, perReq, progress)
+	wall := time.Since(start)
+	stop()
+	sw.Wait()
+
+	rr := &RunResult{Strategy: strategy, Outcomes: outs, Wall: wall}
+	for _, p := range proxies {
+		ps, err := ReadProxyStats(p.P.Gatherer())
+		if err != nil {
+			return nil, err
+		}
+		rr.Proxy.Add(ps)
+	}
+	for i, s := range servers {
+		st := s.State()
+		rr.PerServer = append(rr.PerServer, st.Finished)
+		rr.AdapterLds += st.AdapterLoads
+		rr.PrefixQ += st.PrefixQueries
+		rr.PrefixH += st.PrefixHits
+		rr.Preempt += st.Preemptions
+		if samples > 0 {
+			rr.AvgQueue = append(rr.AvgQueue, qsum[i]/float64(samples))
+		} else {
+			rr.AvgQueue = append(rr.AvgQueue, 0)
+		}
+	}
+	return rr, nil
+}
+
+// MeasureCapacity saturates a fresh fleet closed-loop, straight to the
+// servers (round robin over them, 2x their batch seats in flight so every
+// server always has a queue), and returns the completed requests per
+// second: the fleet's capacity for this workload.
+func MeasureCapacity(ctx context.Context, su Setup, reqs []Req, warm, dur time.Duration) (float64, error) {
+	fleet, err := vllmsim.StartFleet(su.Servers, "127.0.0.1", 0, su.Sim)
+	if err != nil {
+		return 0, err
+	}
+	defer fleet.Close()
+	c := NewHTTPClient()
+	defer c.CloseIdleConnections()
+	seats := su.Sim.MaxNumSeqs
+	if seats <= 0 {
+		seats = vllmsim.DefaultConfig().MaxNumSeqs
+	}
+	conc := su.Servers * seats * 2
+	outs := ClosedLoop(ctx, c, fleet.URLs(), reqs, conc, warm, dur)
+	ok := 0
+	for i := range outs {
+		if outs[i].OK() {
+			ok++
+		}
+	}
+	if ok == 0 {
+		return 0, fmt.Errorf("capacity: no request completed (%d outcomes)", len(outs))
+	}
+	return float64(ok) / dur.Seconds(), nil
+}
