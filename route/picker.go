@@ -135,3 +135,28 @@ func PickBest(c []Candidate, w *Weights, r uint64) (int, bool) {
 	}
 	return best, allSat && allKnownSat
 }
+
+// limitAffinity removes the affinity of candidates that are too loaded for
+// it to pay: a candidate whose Queue exceeds the shortest unsaturated
+// candidate queue by more than gap loses its prefix score and gets a
+// neutral LoRA score. A cached prefix saves prefill; a backlog costs whole
+// requests (route.affinity_max_queue_gap). Pure, no allocation.
+func limitAffinity(c []Candidate, gap float64) {
+	minQ, found := 0.0, false
+	for i := range c {
+		if !c[i].Saturated && (!found || c[i].Queue < minQ) {
+			minQ, found = c[i].Queue, true
+		}
+	}
+	if !found {
+		return
+	}
+	for i := range c {
+		if c[i].Queue > minQ+gap {
+			c[i].Prefix = 0
+			if c[i].LoRA > 0.5 {
+				c[i].LoRA = 0.5
+			}
+		}
+	}
+}

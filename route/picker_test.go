@@ -91,3 +91,32 @@ func TestPickersDoNotAllocate(t *testing.T) {
 		t.Fatalf("pickers allocate %.1f times per call", n)
 	}
 }
+
+func TestLimitAffinity(t *testing.T) {
+	w := Weights{Queue: 2, KVCache: 2, Prefix: 3, LoRA: 1}
+	// The prefix holder is 5 requests behind: within a gap of 2 it would
+	// win on prefix (3 > 2 for the queue); beyond it, the idle one wins.
+	c := []Candidate{{Queue: 5, KVUse: 0.2, Prefix: 1, LoRA: 1}, {Queue: 0, KVUse: 0.2, LoRA: 0.5}}
+	if got, _ := PickBest(c, &w, 1); got != 0 {
+		t.Fatalf("without the limit the prefix holder should win (got %d)", got)
+	}
+	limitAffinity(c, 2)
+	if c[0].Prefix != 0 || c[0].LoRA != 0.5 {
+		t.Fatalf("affinity kept beyond the gap: %+v", c[0])
+	}
+	if got, _ := PickBest(c, &w, 1); got != 1 {
+		t.Fatalf("beyond the gap the idle backend must win, got %d", got)
+	}
+	// Within the gap affinity stays.
+	c = []Candidate{{Queue: 2, KVUse: 0.2, Prefix: 1}, {Queue: 0, KVUse: 0.2}}
+	limitAffinity(c, 2)
+	if c[0].Prefix != 1 {
+		t.Fatal("affinity removed within the gap")
+	}
+	// Saturated candidates do not set the baseline.
+	c = []Candidate{{Queue: 0, Saturated: true}, {Queue: 6, Prefix: 1}}
+	limitAffinity(c, 2)
+	if c[1].Prefix != 1 {
+		t.Fatal("a saturated candidate must not set the shortest queue")
+	}
+}

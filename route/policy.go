@@ -123,7 +123,9 @@ func (p *Proxy) pick(ctx context.Context, rc *reqCtx, rt *runtime, pool *Pool, e
 			k++
 			excl = append(excl, a)
 		}
-		if k < d {
+		// The memory slot never takes the last random place: one uniform
+		// sample always remains, so a stale prior cannot lock out a backend.
+		if k < d-1 {
 			if m := p.bestCached(rc, rt, bs, excl); m != nil {
 				rc.sample[k] = m
 				k++
@@ -188,9 +190,24 @@ func (p *Proxy) affine(rc *reqCtx, rt *runtime, bs []*Backend, exclude []*Backen
 		}
 	}
 	if rt.weights.LoRA > 0 && rc.info.ModelHash != 0 && len(bs) > 0 {
+		// Only requests for an adapter: base-model requests have no slot to
+		// find, and every backend serving them would look "loaded".
+		now := p.now()
+		adapter := p.adapters.Has(rc.info.ModelHash)
+		for _, b := range bs {
+			if adapter {
+				break
+			}
+			if l := b.state.Latest(); l != nil && l.BaseModel != "" {
+				adapter = string(rc.info.Model) != l.BaseModel
+				break
+			}
+		}
+		if !adapter {
+			return nil
+		}
 		// Loaded first, then a free adapter slot, scanning from a random
 		// offset so ties spread.
-		now := p.now()
 		start := int(p.rand() % uint64(len(bs)))
 		var free *Backend
 		for i := range bs {
@@ -199,11 +216,10 @@ func (p *Proxy) affine(rc *reqCtx, rt *runtime, bs []*Backend, exclude []*Backen
 				continue
 			}
 			v := b.state.View(now, rt.staleAfter)
-			adapter := p.adapters.Has(rc.info.ModelHash) || (v.BaseModel != "" && string(rc.info.Model) != v.BaseModel)
-			switch s := loraScore(rc.info.ModelHash, adapter, &v, &b.lora, now, loraWindow); {
+			switch s := loraScore(rc.info.ModelHash, true, &v, &b.lora, now, loraWindow); {
 			case s >= 1:
 				return b
-			case s > 0 && free == nil && adapter:
+			case s > 0 && free == nil:
 				free = b
 			}
 		}
@@ -296,6 +312,7 @@ func (p *Proxy) score(rc *reqCtx, rt *runtime, bs []*Backend, dec *decision) (*B
 		}
 		rc.cands = append(rc.cands, c)
 	}
+	limitAffinity(rc.cands, float64(rt.affinityGap))
 	i, allSat := PickBest(rc.cands, &rt.weights, p.rand())
 	if i < 0 {
 		return nil, *dec, ErrNoBackend
@@ -331,6 +348,7 @@ type runtime struct {
 	hedges        int
 	weights       Weights
 	sat           config.Saturation
+	affinityGap   int
 	prober        *probe.Prober
 	probeDeadline time.Duration
 	staleAfter    time.Duration

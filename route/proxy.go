@@ -194,6 +194,7 @@ func (p *Proxy) buildRuntime(cfg *config.Config) (*runtime, error) {
 			Prefix: cfg.Route.Weights.Prefix, LoRA: cfg.Route.Weights.LoRA,
 		},
 		sat:           cfg.Route.Saturation,
+		affinityGap:   cfg.Route.AffinityMaxQueueGap,
 		probeDeadline: cfg.Probe.Deadline.D(),
 		staleAfter:    cfg.Scrape.StaleAfter.D(),
 		orca:          cfg.Probe.ORCA && pol.usesReports(),

@@ -64,6 +64,11 @@ type Route struct {
 	Weights    Weights    `yaml:"weights"`
 	Saturation Saturation `yaml:"saturation"`
 	Prefix     Prefix     `yaml:"prefix"`
+	// AffinityMaxQueueGap: prefix and LoRA affinity count only for candidates
+	// whose queue is at most this many requests longer than the shortest
+	// candidate queue (default 2), so a cached prefix never outweighs a
+	// backlog.
+	AffinityMaxQueueGap int `yaml:"affinity_max_queue_gap"`
 }
 
 // Weights are the scorer weights; each scorer yields a score in [0,1].

@@ -40,6 +40,7 @@ func Default() *Config {
 				MaxKVCache: 0.95,
 				Shed:       false,
 			},
+			AffinityMaxQueueGap: 2,
 			Prefix: Prefix{
 				BlockChars:        256,
 				MaxBlocks:         64,
@@ -59,7 +60,7 @@ func Default() *Config {
 			Interval:    Duration(time.Second),
 			Adaptive:    true,
 			MinInterval: Duration(50 * time.Millisecond),
-			MaxInterval: Duration(5 * time.Second),
+			MaxInterval: Duration(time.Second),
 			Timeout:     Duration(time.Second),
 			StaleAfter:  Duration(2 * time.Second),
 		},
