@@ -101,32 +101,20 @@ func TestDNSPodsAddedAndRemovedUnderTraffic(t *testing.T) {
 	// Steady traffic for the whole test; every request must succeed.
 	var failures atomic.Int64
 	var sent atomic.Int64
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for w := 0; w < 2; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				resp, err := client().Post(tp.url("/v1/completions"), "application/json", strings.NewReader(ftBody(2, false)))
-				sent.Add(1)
-				if err != nil {
-					failures.Add(1)
-					continue
-				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode != 200 {
-					failures.Add(1)
-				}
-			}
-		}()
-	}
+	stop := loadLoop(2, func() bool {
+		resp, err := client().Post(tp.url("/v1/completions"), "application/json", strings.NewReader(ftBody(2, false)))
+		sent.Add(1)
+		if err != nil {
+			failures.Add(1)
+			return true
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			failures.Add(1)
+		}
+		return true
+	})
 
 	// A stream in flight on pod 0, which DNS is about to drop.
 	var stream <-chan ftStreamResult
@@ -164,8 +152,7 @@ func TestDNSPodsAddedAndRemovedUnderTraffic(t *testing.T) {
 		_, ok := tp.backends[addr(0)]
 		return !ok
 	})
-	close(stop)
-	wg.Wait()
+	stop()
 	// The stream itself settles as one more 200 on the removed pod; no new
 	// request reached it.
 	if got := ftServed(t, tp, addr(0)); got > servedByRemoved+1 {

@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	goruntime "runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -209,35 +208,22 @@ func TestPodKilledMidRun(t *testing.T) {
 	}
 	back := time.Now()
 	before := ftServed(t, tp, vaddr)
-	var wg sync.WaitGroup
-	stop := make(chan struct{})
-	for w := 0; w < 2; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				resp, err := client().Post(tp.url("/v1/completions"), "application/json", strings.NewReader(ftBody(2, false)))
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode != 200 {
-					t.Errorf("while the pod rejoins: status %d", resp.StatusCode)
-				}
-			}
-		}()
-	}
+	stop := loadLoop(2, func() bool {
+		resp, err := client().Post(tp.url("/v1/completions"), "application/json", strings.NewReader(ftBody(2, false)))
+		if err != nil {
+			t.Error(err)
+			return false
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("while the pod rejoins: status %d", resp.StatusCode)
+		}
+		return true
+	})
 	within := cfg.Breaker.OpenFor.D() + cfg.Probe.Deadline.D() + 500*time.Millisecond // slack for -race
 	ftPoll(t, within+time.Second, "the restarted pod serves again", func() bool { return ftServed(t, tp, vaddr) > before })
-	close(stop)
-	wg.Wait()
+	stop()
 	if took := time.Since(back); took > within {
 		t.Errorf("the pod rejoined after %v, want within open_for (%v) plus one probe", took, cfg.Breaker.OpenFor.D())
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -155,4 +156,29 @@ func post(t *testing.T, url, body string) *http.Response {
 		t.Fatalf("POST %s: %v", url, err)
 	}
 	return resp
+}
+
+// loadLoop starts workers goroutines that call req back to back until the
+// returned stop function is called (stop waits for them). A worker whose req
+// returns false stops early.
+func loadLoop(workers int, req func() bool) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				if !req() {
+					return
+				}
+			}
+		}()
+	}
+	return func() { close(done); wg.Wait() }
 }

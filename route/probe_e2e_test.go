@@ -205,26 +205,13 @@ func TestAdaptiveScrapeIntervalFollowsLoad(t *testing.T) {
 	waitUntil(t, 3*time.Second, func() bool { return interval() > 0 }, "first scrape")
 	idle := interval()
 
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for w := 0; w < 8; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				complete(t, tp.url("/v1/completions"), vllmsim.DefaultConfig().Model, 1, false)
-			}
-		}()
-	}
+	stop := loadLoop(8, func() bool {
+		complete(t, tp.url("/v1/completions"), vllmsim.DefaultConfig().Model, 1, false)
+		return true
+	})
 	waitUntil(t, 5*time.Second, func() bool { return interval() < idle/3 && interval() < 200*time.Millisecond }, "interval to shorten under load")
 	busy := interval()
-	close(stop)
-	wg.Wait()
+	stop()
 	waitUntil(t, 8*time.Second, func() bool { return interval() > 4*busy }, "interval to lengthen when idle")
 	t.Logf("interval idle %v, busy %v, after load %v", idle, busy, interval())
 }
