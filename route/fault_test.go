@@ -18,15 +18,7 @@ import (
 // ftFleet starts n simulated vLLM pods, ten times faster than an H100, and
 // closes them at cleanup.
 func ftFleet(t *testing.T, n int) *vllmsim.Fleet {
-	t.Helper()
-	sim := vllmsim.DefaultConfig()
-	sim.TimeScale = 0.1
-	f, err := vllmsim.StartFleet(n, "127.0.0.1", 0, sim)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(f.Close)
-	return f
+	return simFleet(t, n, func(c *vllmsim.Config) { c.TimeScale = 0.1 })
 }
 
 var ftModel = vllmsim.DefaultConfig().Model

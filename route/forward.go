@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/rs/zerolog"
 	"github.com/valyala/fasthttp"
 
 	"github.com/probegate/probegate/breaker"
@@ -240,7 +239,6 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 	case errors.Is(lastErr, ErrNotSent) || errors.Is(lastErr, ErrNoBackend):
 		msg = "no model server available: " + msg
 	case errors.Is(lastErr, ErrSaturated):
-		ctx.Response.Header.Set("Retry-After", "1")
 		p.metrics.shed.Inc()
 	}
 	writeError(ctx, status, msg)
@@ -496,6 +494,3 @@ wait:
 	p.Close()
 	return err
 }
-
-// Logger returns the proxy's logger.
-func (p *Proxy) Logger() zerolog.Logger { return p.log }

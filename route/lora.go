@@ -83,12 +83,6 @@ func (m *loraMemory) Last(h uint64, now time.Time, window time.Duration) (int64,
 	return 0, false
 }
 
-// Recent reports whether h was dispatched within window before now.
-func (m *loraMemory) Recent(h uint64, now time.Time, window time.Duration) bool {
-	_, ok := m.Last(h, now, window)
-	return ok
-}
-
 // loraScore scores a backend for a request naming model hash h: 1 when the
 // model is believed loaded there, 0 when the request is for an adapter and
 // the backend's adapter slots look full, 0.5 otherwise (neutral).

@@ -50,13 +50,13 @@ func TestLoRAMemoryForgetsAfterWindow(t *testing.T) {
 	var mem loraMemory
 	now := time.Unix(1000, 0)
 	mem.Note(42, now)
-	if !mem.Recent(42, now.Add(loraWindow), loraWindow) {
+	if _, ok := mem.Last(42, now.Add(loraWindow), loraWindow); !ok {
 		t.Fatal("forgot within the window")
 	}
-	if mem.Recent(42, now.Add(loraWindow+time.Nanosecond), loraWindow) {
+	if _, ok := mem.Last(42, now.Add(loraWindow+time.Nanosecond), loraWindow); ok {
 		t.Fatal("remembered past the window")
 	}
-	if mem.Recent(0, now, loraWindow) {
+	if _, ok := mem.Last(0, now, loraWindow); ok {
 		t.Fatal("hash 0 is never recorded")
 	}
 }

@@ -47,11 +47,8 @@ func (p policy) usesReports() bool { return p == policyProbe || p == policyCache
 
 // decision is what the router decided for one attempt, for metrics and logs.
 type decision struct {
-	source   probe.Source
-	age      time.Duration
-	probed   int
-	answered int
-	sampled  int
+	source probe.Source
+	age    time.Duration
 }
 
 // loraWindow is how long a dispatch of an adapter to a backend counts as
@@ -89,7 +86,6 @@ func (p *Proxy) pick(ctx context.Context, rc *reqCtx, rt *runtime, pool *Pool, e
 		if k == 0 {
 			return nil, dec, ErrNoBackend
 		}
-		dec.sampled = k
 		rc.cands = rc.cands[:0]
 		for i := 0; i < k; i++ {
 			rc.cands = append(rc.cands, Candidate{Index: i, Queue: float64(rc.sample[i].state.Inflight())})
@@ -109,7 +105,6 @@ func (p *Proxy) pick(ctx context.Context, rc *reqCtx, rt *runtime, pool *Pool, e
 		if len(rc.all) == 0 {
 			return nil, dec, ErrNoBackend
 		}
-		dec.sampled = len(rc.all)
 		return p.score(rc, rt, rc.all, &dec)
 	default: // policyProbe
 		// Candidates, in order: the affinity backend (prefix or LoRA), the
@@ -137,7 +132,6 @@ func (p *Proxy) pick(ctx context.Context, rc *reqCtx, rt *runtime, pool *Pool, e
 		if k == 0 {
 			return nil, dec, ErrNoBackend
 		}
-		dec.sampled = k
 		cands := rc.sample[:k]
 		spares := rc.spare[:0]
 		if rt.prober != nil && rt.hedges > 0 && len(bs) > k {
@@ -156,8 +150,6 @@ func (p *Proxy) pick(ctx context.Context, rc *reqCtx, rt *runtime, pool *Pool, e
 		}
 		if rt.prober != nil {
 			res := rt.prober.Run(ctx, rc.states, rc.spareStates)
-			dec.probed = res.Probed
-			dec.answered = res.Answered
 			// Hedged backends are candidates too: their fresh answers
 			// may make them the best choice.
 			for _, b := range spares[:res.SparesUsed] {
