@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/probegate/probegate/bench/vllmsim"
+	"github.com/probegate/probegate/internal/vllmsim"
 )
 
 // signalFleet starts n fast simulated pods.

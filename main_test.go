@@ -15,7 +15,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/probegate/probegate/bench/vllmsim"
+	"github.com/probegate/probegate/internal/vllmsim"
 )
 
 func TestMain(m *testing.M) {

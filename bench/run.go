@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/probegate/probegate/bench/vllmsim"
+	"github.com/probegate/probegate/internal/vllmsim"
 )
 
 // Setup is the live system one run measures: the fleet, its faults and how

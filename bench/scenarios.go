@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/probegate/probegate/bench/vllmsim"
+	"github.com/probegate/probegate/internal/vllmsim"
 )
 
 // Options configure one invocation of the benchmark.

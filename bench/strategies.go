@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/probegate/probegate/bench/vllmsim"
+	"github.com/probegate/probegate/internal/vllmsim"
 	"github.com/probegate/probegate/internal/config"
 	"github.com/probegate/probegate/probe"
 	"github.com/probegate/probegate/route"

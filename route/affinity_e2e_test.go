@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/probegate/probegate/bench/vllmsim"
 	"github.com/probegate/probegate/internal/config"
+	"github.com/probegate/probegate/internal/vllmsim"
 )
 
 // metricsUpstream is a fake vLLM whose /metrics reports the given waiting

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/probegate/probegate/bench/vllmsim"
 	"github.com/probegate/probegate/internal/config"
+	"github.com/probegate/probegate/internal/vllmsim"
 )
 
 // fakeDNS is a resolver whose answer the test changes at will.

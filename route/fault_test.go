@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/probegate/probegate/bench/vllmsim"
 	"github.com/probegate/probegate/internal/config"
+	"github.com/probegate/probegate/internal/vllmsim"
 )
 
 // ftFleet starts n simulated vLLM pods, ten times faster than an H100, and

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/probegate/probegate/bench/vllmsim"
 	"github.com/probegate/probegate/internal/config"
+	"github.com/probegate/probegate/internal/vllmsim"
 )
 
 // simFleet starts n simulated vLLM servers configured by mut.

@@ -54,7 +54,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/probegate/probegate/bench/vllmsim"
+	"github.com/probegate/probegate/internal/vllmsim"
 	"github.com/probegate/probegate/internal/config"
 	"github.com/probegate/probegate/route"
 )

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/probegate/probegate/bench/vllmsim"
+	"github.com/probegate/probegate/internal/vllmsim"
 )
 
 func main() {

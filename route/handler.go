@@ -1,0 +1,199 @@
+package route
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/probegate/probegate/breaker"
+	"github.com/probegate/probegate/probe"
+)
+
+// reqCtx is the per-request scratch space of the handler, pooled so that a
+// request allocates nothing for routing.
+type reqCtx struct {
+	ex          extractor
+	info        RequestInfo
+	sample      [2*maxD + 1]*Backend
+	spare       [maxD]*Backend
+	excl        []*Backend
+	all         []*Backend
+	cands       []Candidate
+	views       []probe.View
+	states      []*probe.State
+	spareStates []*probe.State
+	tried       [maxRetries + 1]*Backend
+	memo        [memoryScan]*Backend
+	memoCands   [memoryScan]Candidate
+	id          []byte
+	xff         []byte
+}
+
+func newReqCtx() *reqCtx {
+	return &reqCtx{
+		excl:        make([]*Backend, 0, 2*maxD),
+		cands:       make([]Candidate, 0, 2*maxD),
+		views:       make([]probe.View, 0, 2*maxD),
+		states:      make([]*probe.State, 0, maxD),
+		spareStates: make([]*probe.State, 0, maxD),
+	}
+}
+
+// accounting is what is known of one forwarded request when it settles.
+type accounting struct {
+	start     time.Time
+	firstByte time.Duration
+	status    int // upstream status (0 if none)
+	code      int // status for metrics: upstream status, our error status, or 499
+	bytes     int64
+	outcome   breaker.Outcome
+	err       error
+	dec       decision
+	id        string
+	attempt   int
+}
+
+// Handle is the proxy's fasthttp handler: extract, pick, forward, stream.
+func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
+	p.inflight.Add(1)
+	settled := false
+	defer func() {
+		if !settled {
+			p.inflight.Add(-1)
+		}
+	}()
+	rt := p.rt.Load()
+	rc := p.rcPool.Get().(*reqCtx)
+	defer p.rcPool.Put(rc)
+
+	start := p.now()
+	if ctx.IsConnect() {
+		// A model server is no tunnel endpoint: never forward CONNECT.
+		writeError(ctx, fasthttp.StatusMethodNotAllowed, "CONNECT is not supported")
+		p.metrics.requests(nil, fasthttp.StatusMethodNotAllowed)
+		return
+	}
+	if ambiguousFraming(ctx.Request.Header.RawHeaders()) {
+		// Content-Length and Transfer-Encoding together are the shape of
+		// request smuggling (RFC 9112 section 6.3): refuse, and close the
+		// connection since its framing cannot be trusted.
+		writeError(ctx, fasthttp.StatusBadRequest, "request has both Content-Length and Transfer-Encoding")
+		ctx.SetConnectionClose()
+		p.metrics.requests(nil, fasthttp.StatusBadRequest)
+		return
+	}
+	body := ctx.PostBody()
+	if int64(len(body)) > rt.maxBody {
+		writeError(ctx, fasthttp.StatusRequestEntityTooLarge, "request body exceeds server.max_body_bytes")
+		p.metrics.requests(nil, fasthttp.StatusRequestEntityTooLarge)
+		return
+	}
+	rc.ex.Extract(body, rt.blockChars, rt.maxBlocks, &rc.info)
+
+	req := &ctx.Request
+	stripHopRequest(&req.Header)
+	p.setForwardedFor(ctx, rc)
+	baseID := req.Header.Peek("X-Request-Id")
+	rc.id = rc.id[:0]
+	if len(baseID) == 0 {
+		rc.id = appendRequestID(rc.id, p.rand())
+	} else {
+		rc.id = append(rc.id, baseID...)
+	}
+	idLen := len(rc.id)
+	if rt.orca && !rc.info.Stream {
+		req.Header.Set("Endpoint-Load-Metrics-Format", "TEXT")
+	}
+
+	pool := p.pool.Load()
+	var lastErr error
+	var last *Backend
+	for attempt := 0; attempt <= rt.retries; attempt++ {
+		tried := rc.tried[:attempt]
+		t0 := p.now()
+		// Never hand the RequestCtx to the prober as a context.Context:
+		// contexts derived from it may outlive the handler, and fasthttp
+		// recycles it. Probes are bounded by probe.deadline on their own.
+		b, dec, err := p.pick(context.Background(), rc, rt, pool, tried)
+		p.metrics.decideTime.Observe(p.now().Sub(t0).Seconds())
+		if err != nil {
+			if lastErr == nil || !errors.Is(err, ErrNoBackend) {
+				lastErr = err
+			}
+			break
+		}
+		rc.tried[attempt] = b
+		last = b
+		if attempt > 0 {
+			p.metrics.retries.Inc()
+			// Never reuse a request id across two backends.
+			rc.id = append(rc.id[:idLen], "-r"...)
+			rc.id = strconv.AppendInt(rc.id, int64(attempt), 10)
+		}
+		p.metrics.decided(dec)
+		done, err := b.brk.Allow()
+		if err != nil {
+			lastErr = ErrNotSent
+			continue
+		}
+		req.Header.SetBytesV("X-Request-Id", rc.id)
+		err = p.forward(ctx, rt, rc, b, done, start, dec, attempt)
+		if err == nil {
+			settled = true // bodyStream.Close settles
+			return
+		}
+		lastErr = err
+		if !errors.Is(err, ErrNotSent) {
+			break
+		}
+	}
+	if lastErr == nil {
+		lastErr = ErrNoBackend
+	}
+	status := statusFor(lastErr)
+	msg := lastErr.Error()
+	switch {
+	case errors.Is(lastErr, ErrNotSent) || errors.Is(lastErr, ErrNoBackend):
+		msg = "no model server available: " + msg
+	case errors.Is(lastErr, ErrSaturated):
+		p.metrics.shed.Inc()
+	}
+	writeError(ctx, status, msg)
+	if status == fasthttp.StatusTooManyRequests {
+		ctx.Response.Header.Set("Retry-After", "1")
+	}
+	if errors.Is(lastErr, ErrNotSent) || errors.Is(lastErr, ErrNoBackend) || errors.Is(lastErr, ErrSaturated) {
+		last = nil // the backend never saw it
+	}
+	p.metrics.requests(last, status)
+	p.metrics.duration.Observe(p.now().Sub(start).Seconds())
+	if rt.accessLog {
+		p.accessLog(ctx, last, &accounting{start: start, code: status, err: lastErr, id: string(rc.id)})
+	}
+}
+
+// accessLog writes one line per request.
+func (p *Proxy) accessLog(ctx *fasthttp.RequestCtx, b *Backend, a *accounting) {
+	ev := p.log.Info()
+	if !ev.Enabled() {
+		return
+	}
+	if a.err != nil && a.code >= 500 {
+		ev = p.log.Warn()
+	}
+	ev = ev.Str("request_id", a.id).Int("status", a.code).Int64("bytes", a.bytes).
+		Float64("first_byte_ms", float64(a.firstByte.Microseconds())/1e3).Float64("total_ms", float64(p.now().Sub(a.start).Microseconds())/1e3)
+	if b != nil {
+		ev = ev.Str("backend", b.addr).Str("source", a.dec.source.String())
+	}
+	if a.attempt > 0 {
+		ev = ev.Int("attempt", a.attempt)
+	}
+	if a.err != nil {
+		ev = ev.AnErr("error", a.err)
+	}
+	ev.Msg("request")
+}

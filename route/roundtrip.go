@@ -1,0 +1,113 @@
+package route
+
+import (
+	"errors"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/probegate/probegate/breaker"
+	"github.com/probegate/probegate/probe"
+)
+
+// forward sends the request to b and, once response headers arrive, hands
+// the body to the client as a stream. It returns nil when the response is
+// under way (bodyStream settles it), an error wrapping ErrNotSent when
+// nothing reached the backend, or another error to map to a status.
+func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *runtime, rc *reqCtx, b *Backend, done func(breaker.Outcome), start time.Time, dec decision, attempt int) error {
+	req := &ctx.Request
+	if rc.info.NBlocks > 0 {
+		b.prefix.Insert(rc.info.Blocks[:rc.info.NBlocks])
+	}
+	if rc.info.ModelHash != 0 {
+		b.lora.Note(rc.info.ModelHash, start)
+	}
+	// The backend's scheme, whatever the client's request line said: an
+	// absolute "https://..." URI would otherwise make the HostClient refuse
+	// the request and count it against the backend's breaker.
+	if b.hc.IsTLS {
+		req.URI().SetScheme("https")
+	} else {
+		req.URI().SetScheme("http")
+	}
+	b.state.Dispatch()
+	resp := fasthttp.AcquireResponse()
+	err := b.hc.Do(req, resp)
+	if err != nil {
+		fasthttp.ReleaseResponse(resp)
+		b.state.Finish()
+		done(breaker.Failure)
+		if b.draining.Load() {
+			p.reap()
+		}
+		switch {
+		case isDialError(err):
+			return errors.Join(ErrNotSent, err)
+		case isTimeout(err):
+			return errors.Join(ErrUpstreamTimeout, err)
+		default:
+			return errors.Join(ErrUpstream, err)
+		}
+	}
+	status := resp.StatusCode()
+	if rt.orca {
+		if v := resp.Header.Peek("Endpoint-Load-Metrics"); len(v) > 0 {
+			if l, ok := probe.ParseORCA(v, p.now()); ok {
+				b.state.Report(&l)
+			}
+		}
+	}
+	ctx.Response.Reset()
+	resp.Header.CopyTo(&ctx.Response.Header)
+	stripHopResponse(&ctx.Response.Header)
+	ctx.Response.Header.Del("Endpoint-Load-Metrics")
+	ctx.Response.SetStatusCode(status)
+	ctx.Response.Header.SetBytesV("X-Request-Id", rc.id)
+
+	s := bodyStreamPool.Get().(*bodyStream)
+	s.p, s.b, s.resp, s.done = p, b, resp, done
+	s.up = resp.BodyStream()
+	s.client = ctx.Conn()
+	s.idle = rt.idle
+	s.sse = bytesHasPrefix(resp.Header.ContentType(), "text/event-stream")
+	s.acct = accounting{start: start, firstByte: p.now().Sub(start), status: status, code: status, dec: dec, attempt: attempt}
+	if rt.accessLog {
+		s.acct.id = string(rc.id)
+	}
+	p.metrics.firstByte.Observe(s.acct.firstByte.Seconds())
+	size := resp.Header.ContentLength()
+	if size < 0 {
+		size = -1
+	}
+	if s.up == nil {
+		// No body stream (e.g. HEAD): settle now.
+		body := append([]byte(nil), resp.Body()...)
+		s.up = bytesReader(body)
+		size = len(body)
+	}
+	ctx.Response.SetBodyStream(s, size)
+	return nil
+}
+
+// settle records the end of a forwarded request: breaker outcome, local
+// in-flight count, metrics and the access log line.
+func (p *Proxy) settle(b *Backend, done func(breaker.Outcome), a *accounting) {
+	done(a.outcome)
+	b.state.Finish()
+	p.metrics.requests(b, a.code)
+	p.metrics.duration.Observe(p.now().Sub(a.start).Seconds())
+	if a.id != "" {
+		p.accessLog(nil, b, a)
+	}
+	if b.draining.Load() {
+		p.reap()
+	}
+	p.inflight.Add(-1)
+}
+
+// reap forgets draining backends that finished their requests.
+func (p *Proxy) reap() {
+	p.mu.Lock()
+	p.reapLocked()
+	p.mu.Unlock()
+}

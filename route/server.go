@@ -1,0 +1,137 @@
+package route
+
+import (
+	"context"
+	"errors"
+	"net"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/probegate/probegate/internal/config"
+)
+
+// newServer builds the client-facing fasthttp server. There is no write
+// timeout (it would cut long streams: bodyStream re-arms a per-chunk write
+// deadline instead); ReadTimeout bounds reading a request, so trickling
+// clients are cut; oversized bodies and headers get vLLM-style envelopes.
+func (p *Proxy) newServer(cfg *config.Config) *fasthttp.Server {
+	maxBody := cfg.Server.MaxBodyBytes
+	if maxBody > int64(^uint32(0)>>1) {
+		maxBody = int64(^uint32(0) >> 1)
+	}
+	hdr := cfg.Server.MaxHeaderBytes
+	if hdr <= 0 {
+		hdr = 64 << 10
+	}
+	return &fasthttp.Server{
+		Name:                          "probegate",
+		Handler:                       p.Handle,
+		ErrorHandler:                  p.handleParseError,
+		ReadTimeout:                   cfg.Server.ReadTimeout.D(),
+		IdleTimeout:                   90 * time.Second,
+		MaxRequestBodySize:            int(maxBody),
+		ReadBufferSize:                hdr,
+		DisableHeaderNamesNormalizing: true,
+		DisablePreParseMultipartForm:  true,
+		NoDefaultServerHeader:         true,
+		NoDefaultContentType:          true,
+		StreamRequestBody:             false,
+		CloseOnShutdown:               true,
+		ConnState:                     p.trackConn,
+	}
+}
+
+// trackConn keeps the set of open client connections (per connection, not
+// per request).
+func (p *Proxy) trackConn(c net.Conn, st fasthttp.ConnState) {
+	switch st {
+	case fasthttp.StateNew:
+		p.connsMu.Lock()
+		p.conns[c] = struct{}{}
+		p.connsMu.Unlock()
+	case fasthttp.StateClosed, fasthttp.StateHijacked:
+		p.connsMu.Lock()
+		delete(p.conns, c)
+		p.connsMu.Unlock()
+	}
+}
+
+// closeClientConns closes every client connection still open, which ends
+// the streams they carry: bodyStream sees the failed write and releases its
+// upstream request.
+func (p *Proxy) closeClientConns() {
+	p.connsMu.Lock()
+	defer p.connsMu.Unlock()
+	for c := range p.conns {
+		_ = c.Close()
+	}
+}
+
+// handleParseError answers requests fasthttp could not read, in vLLM's
+// envelope: 413 for bodies over server.max_body_bytes, 431 for headers over
+// the read buffer, 408 for a client that trickles past server.read_timeout,
+// 400 otherwise.
+func (p *Proxy) handleParseError(ctx *fasthttp.RequestCtx, err error) {
+	var small *fasthttp.ErrSmallBuffer
+	status, msg := fasthttp.StatusBadRequest, "malformed HTTP request"
+	switch {
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		status, msg = fasthttp.StatusRequestEntityTooLarge, "request body exceeds server.max_body_bytes"
+	case errors.As(err, &small):
+		status, msg = fasthttp.StatusRequestHeaderFieldsTooLarge, "request headers too large"
+	case isTimeout(err):
+		status, msg = fasthttp.StatusRequestTimeout, "request not received within server.read_timeout"
+	}
+	writeError(ctx, status, msg)
+	ctx.SetConnectionClose()
+	p.metrics.requests(nil, status)
+}
+
+// Serve accepts connections on ln until Shutdown.
+func (p *Proxy) Serve(ln net.Listener) error {
+	return p.server.Serve(ln)
+}
+
+// Shutdown stops accepting connections, lets in-flight requests and streams
+// finish until ctx is done, then closes what remains and stops the
+// background loops. It returns ctx.Err() if streams had to be cut.
+func (p *Proxy) Shutdown(ctx context.Context) error {
+	errc := make(chan error, 1)
+	go func() { errc <- p.server.ShutdownWithContext(ctx) }()
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	var err error
+wait:
+	for {
+		select {
+		case err = <-errc:
+			// The server stopped serving; streams it handed to bodyStream
+			// settle as they finish.
+			for p.inflight.Load() > 0 {
+				select {
+				case <-ctx.Done():
+					err = ctx.Err()
+					break wait
+				case <-t.C:
+				}
+			}
+			break wait
+		case <-ctx.Done():
+			err = ctx.Err()
+			<-errc
+			break wait
+		}
+	}
+	if err != nil {
+		// The grace is over: cut what remains rather than leave its clients
+		// and upstream requests hanging, and give the streams a moment to
+		// settle.
+		p.closeClientConns()
+		for i := 0; i < 200 && p.inflight.Load() > 0; i++ {
+			<-t.C
+		}
+	}
+	p.Close()
+	return err
+}
