@@ -40,6 +40,7 @@ func (p *Proxy) AdminHandler() http.Handler {
 // BackendInfo is one backend's entry in /debug/backends.
 type BackendInfo struct {
 	Address        string      `json:"address"`
+	Origin         string      `json:"origin"`
 	Breaker        string      `json:"breaker"`
 	Eligible       bool        `json:"eligible"`
 	Draining       bool        `json:"draining"`
@@ -78,6 +79,7 @@ func (p *Proxy) DebugBackends() []BackendInfo {
 	for _, b := range pool.backends {
 		bi := BackendInfo{
 			Address:  b.addr,
+			Origin:   b.Origin(),
 			Breaker:  b.brk.State().String(),
 			Eligible: b.Eligible(),
 			Draining: b.draining.Load(),

@@ -26,8 +26,25 @@ type Backend struct {
 	// Lock-free.
 	codeCounters sync.Map // int status -> prometheus.Counter of requests_total
 	lora         loraMemory
-	draining     atomic.Bool // removed from the pool; finishing in-flight requests
-	closed       atomic.Bool // its HostClient's idle connections were closed
+	draining     atomic.Bool            // removed from the pool; finishing in-flight requests
+	closed       atomic.Bool            // its HostClient's idle connections were closed
+	origin       atomic.Pointer[string] // the discovery source that named it
+}
+
+// Origin returns where the backend was found: "static", "dns:NAME" or a
+// Kubernetes object ("kubernetes:endpointslice/NS/NAME",
+// "kubernetes:pod/NS/NAME").
+func (b *Backend) Origin() string {
+	if o := b.origin.Load(); o != nil {
+		return *o
+	}
+	return ""
+}
+
+func (b *Backend) setOrigin(o string) {
+	if cur := b.origin.Load(); cur == nil || *cur != o {
+		b.origin.Store(&o)
+	}
 }
 
 // Addr returns the backend's host:port.

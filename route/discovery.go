@@ -73,7 +73,7 @@ func (p *Proxy) resolveLocked(ctx context.Context, cfg *config.Config, host, por
 	}
 	p.dnsAddrs = addrs
 	p.log.Info().Str("dns", host).Strs("backends", addrs).Msg("backends.dns resolved")
-	p.setBackendsLocked(p.rt.Load().cfg, addrs)
+	p.setBackendsLocked(p.rt.Load().cfg, dnsTargets(cfg.Backends.DNS, addrs))
 	return true
 }
 
@@ -89,4 +89,14 @@ func (p *Proxy) stopDNSLocked() {
 	p.mu.Unlock()
 	<-done
 	p.mu.Lock()
+}
+
+// dnsTargets labels the addresses resolved from backends.dns with their
+// origin.
+func dnsTargets(dns string, addrs []string) []Target {
+	ts := make([]Target, len(addrs))
+	for i, a := range addrs {
+		ts[i] = Target{URL: a, Origin: "dns:" + dns}
+	}
+	return ts
 }

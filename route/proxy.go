@@ -48,6 +48,9 @@ type Options struct {
 	LookupHost func(ctx context.Context, host string) ([]string, error)
 	// Fetcher fetches load for probes and scrapes. Default: probe.HTTPFetcher.
 	Fetcher probe.Fetcher
+	// Discover starts Kubernetes discovery (backends.kubernetes). Default:
+	// nil, and a config with backends.kubernetes is rejected.
+	Discover Discover
 	// Oracle, when set, enables the policy "oracle" (benchmark only): it
 	// returns a backend's true state at this instant by host:port.
 	Oracle func(addr string) (probe.Load, bool)
@@ -57,16 +60,17 @@ type Options struct {
 // Serve, reload with Reload, stop with Shutdown. Safe for concurrent use.
 type Proxy struct {
 	// Immutable after New.
-	log     zerolog.Logger
-	now     func() time.Time
-	rand    Rand
-	lookup  func(ctx context.Context, host string) ([]string, error)
-	fetcher probe.Fetcher
-	oracle  func(addr string) (probe.Load, bool)
-	metrics *Metrics
-	gather  prometheus.Gatherer
-	server  *fasthttp.Server
-	rcPool  sync.Pool
+	log      zerolog.Logger
+	now      func() time.Time
+	rand     Rand
+	lookup   func(ctx context.Context, host string) ([]string, error)
+	fetcher  probe.Fetcher
+	oracle   func(addr string) (probe.Load, bool)
+	discover Discover
+	metrics  *Metrics
+	gather   prometheus.Gatherer
+	server   *fasthttp.Server
+	rcPool   sync.Pool
 
 	// Published snapshots, loaded lock-free on the request path.
 	rt   atomic.Pointer[runtime]
@@ -85,6 +89,7 @@ type Proxy struct {
 	dnsCancel context.CancelFunc
 	dnsDone   chan struct{}
 	dnsAddrs  []string
+	disc      discovery
 	closed    bool
 
 	// Client connections open now, guarded by connsMu: Shutdown closes
@@ -106,6 +111,7 @@ func New(opts Options) (*Proxy, error) {
 		lookup:   opts.LookupHost,
 		fetcher:  opts.Fetcher,
 		oracle:   opts.Oracle,
+		discover: opts.Discover,
 		backends: make(map[string]*Backend),
 		conns:    make(map[net.Conn]struct{}),
 	}
@@ -248,33 +254,47 @@ func (p *Proxy) Reload(cfg *config.Config) error {
 	return nil
 }
 
-// applyBackendsLocked starts DNS discovery or applies the static list. Call
-// with p.mu held.
+// applyBackendsLocked starts DNS or Kubernetes discovery, or applies the
+// static list. Call with p.mu held.
 func (p *Proxy) applyBackendsLocked(cfg, old *config.Config) error {
+	if k := cfg.Backends.Kubernetes; k.Enabled() {
+		p.stopDNSLocked()
+		if p.disc.stop != nil && p.disc.cfg == k {
+			p.setBackendsLocked(cfg, p.disc.targets)
+			return nil
+		}
+		p.stopDiscoveryLocked()
+		return p.startDiscoveryLocked(cfg)
+	}
+	p.stopDiscoveryLocked()
 	if cfg.Backends.DNS != "" {
 		if old == nil || old.Backends.DNS != cfg.Backends.DNS || old.Backends.DNSRefresh != cfg.Backends.DNSRefresh {
 			p.stopDNSLocked()
 			p.startDNSLocked(cfg)
 		} else {
-			p.setBackendsLocked(cfg, p.dnsAddrs)
+			p.setBackendsLocked(cfg, dnsTargets(cfg.Backends.DNS, p.dnsAddrs))
 		}
 		return nil
 	}
 	p.stopDNSLocked()
-	urls := make([]string, 0, len(cfg.Backends.Static))
-	urls = append(urls, cfg.Backends.Static...)
-	p.setBackendsLocked(cfg, urls)
+	targets := make([]Target, 0, len(cfg.Backends.Static))
+	for _, u := range cfg.Backends.Static {
+		targets = append(targets, Target{URL: u, Origin: "static"})
+	}
+	p.setBackendsLocked(cfg, targets)
 	return nil
 }
 
-// setBackendsLocked publishes a pool of exactly urls (base URLs or
+// setBackendsLocked publishes a pool of exactly targets (base URLs or
 // host:port), reusing the Backends of addresses that stay and draining
-// those that go. Call with p.mu held.
-func (p *Proxy) setBackendsLocked(cfg *config.Config, urls []string) {
+// those that go. It is the one path every source (static, DNS,
+// Kubernetes) applies a set through. Call with p.mu held.
+func (p *Proxy) setBackendsLocked(cfg *config.Config, targets []Target) {
 	rt := p.rt.Load()
-	keep := make(map[string]bool, len(urls))
-	next := make([]*Backend, 0, len(urls))
-	for _, u := range urls {
+	keep := make(map[string]bool, len(targets))
+	next := make([]*Backend, 0, len(targets))
+	for _, t := range targets {
+		u := t.URL
 		addr, tls := splitBackendURL(u)
 		if keep[addr] {
 			continue
@@ -284,11 +304,12 @@ func (p *Proxy) setBackendsLocked(cfg *config.Config, urls []string) {
 		if b == nil || b.draining.Load() && b.closed.Load() {
 			b = p.newBackend(addr, u, tls, cfg)
 			p.backends[addr] = b
-			p.log.Info().Str("backend", addr).Msg("backend added")
+			p.log.Info().Str("backend", addr).Str("origin", t.Origin).Msg("backend added")
 		} else if b.draining.Load() {
 			b.draining.Store(false)
 			p.log.Info().Str("backend", addr).Msg("backend returned before it finished draining")
 		}
+		b.setOrigin(t.Origin)
 		next = append(next, b)
 	}
 	sort.Slice(next, func(i, j int) bool { return next[i].addr < next[j].addr })
@@ -363,6 +384,7 @@ func (p *Proxy) Close() {
 	}
 	p.closed = true
 	p.stopDNSLocked()
+	p.stopDiscoveryLocked()
 	p.mu.Unlock()
 	p.scraper.Close()
 	p.mu.Lock()

@@ -40,12 +40,39 @@ type Server struct {
 	ShutdownGrace  Duration `yaml:"shutdown_grace"`   // default 30s: drain time for in-flight streams on SIGTERM
 }
 
-// Backends names the model servers, statically or through DNS.
+// Backends names the model servers: a static list, DNS, or Kubernetes
+// (exactly one of the three).
 type Backends struct {
-	Static     []string `yaml:"static"`      // base URLs, e.g. "http://10.0.0.7:8000"
-	DNS        string   `yaml:"dns"`         // "name:port", re-resolved every DNSRefresh (headless Service)
-	DNSRefresh Duration `yaml:"dns_refresh"` // default 5s
+	Static     []string   `yaml:"static"`      // base URLs, e.g. "http://10.0.0.7:8000"
+	DNS        string     `yaml:"dns"`         // "name:port", re-resolved every DNSRefresh (headless Service)
+	DNSRefresh Duration   `yaml:"dns_refresh"` // default 5s
+	Kubernetes Kubernetes `yaml:"kubernetes"`
 }
+
+// Kubernetes discovers the model servers by watching the Kubernetes API:
+// either a Service's EndpointSlices or an InferencePool's pods (exactly one
+// of Service and InferencePool). It is comparable: a reload restarts the
+// watch only when a field changed.
+type Kubernetes struct {
+	// Service is the name of a Service whose EndpointSlices list the pods.
+	Service string `yaml:"service"`
+	// InferencePool is the name of an InferencePool
+	// (inference.networking.k8s.io/v1) whose selector picks the pods.
+	InferencePool string `yaml:"inference_pool"`
+	// Namespace of the Service or pool. Default "": the proxy's own
+	// namespace in a cluster, else the kubeconfig context's, else "default".
+	Namespace string `yaml:"namespace"`
+	// Port is the pods' port. With service: the endpoints' port number
+	// (default 0: the EndpointSlices' only port). With inference_pool: one of
+	// spec.targetPorts (default 0: every target port).
+	Port int `yaml:"port"`
+	// Kubeconfig is a kubeconfig file for running outside a cluster.
+	// Default "": the in-cluster service account.
+	Kubeconfig string `yaml:"kubeconfig"`
+}
+
+// Enabled reports whether Kubernetes discovery is configured.
+func (k Kubernetes) Enabled() bool { return k != Kubernetes{} }
 
 // Upstream configures forwarding to the model servers.
 type Upstream struct {

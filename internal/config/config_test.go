@@ -36,7 +36,7 @@ func TestDefaultPlusBackendsIsValid(t *testing.T) {
 	}
 	err := Default().Validate()
 	errs := problems(t, err)
-	if len(errs) != 1 || errs[0].String() != "backends: set static or dns" {
+	if len(errs) != 1 || errs[0].String() != "backends: set static, dns or kubernetes" {
 		t.Fatalf("Default().Validate() = %q, want only the backends problem", err)
 	}
 }
@@ -55,8 +55,8 @@ func TestValidate(t *testing.T) {
 		{"max_header_bytes", func(c *Config) { c.Server.MaxHeaderBytes = -1 }, `server.max_header_bytes: must be >= 1`},
 		{"read_timeout", func(c *Config) { c.Server.ReadTimeout = 0 }, `server.read_timeout: must be > 0`},
 		{"shutdown_grace", func(c *Config) { c.Server.ShutdownGrace = -1 }, `server.shutdown_grace: must be >= 0`},
-		{"no backends", func(c *Config) { c.Backends.Static = nil }, `backends: set static or dns`},
-		{"both backends", func(c *Config) { c.Backends.DNS = "vllm:8000" }, `backends: set static or dns, not both`},
+		{"no backends", func(c *Config) { c.Backends.Static = nil }, `backends: set static, dns or kubernetes`},
+		{"both backends", func(c *Config) { c.Backends.DNS = "vllm:8000" }, `backends: set only one of static, dns and kubernetes`},
 		{"static scheme", func(c *Config) { c.Backends.Static = append(c.Backends.Static, "ftp://h:1") }, `backends.static[2]: must be http(s)://host:port, got "ftp://h:1": scheme must be http or https`},
 		{"static no scheme", func(c *Config) { c.Backends.Static[1] = "127.0.0.1:8000" }, `backends.static[1]: must be http(s)://host:port...`},
 		{"static port", func(c *Config) { c.Backends.Static[0] = "http://vllm" }, `backends.static[0]: must be http(s)://host:port, got "http://vllm": the port is required`},
@@ -210,14 +210,14 @@ func TestParseProblems(t *testing.T) {
 		{"section type", base + "probe: 5ms\n", []string{"probe: must be a mapping"}},
 		{"list type", "backends:\n  static: http://127.0.0.1:8001\n", []string{"backends.static: must be a list"}},
 		{"list element", "backends:\n  static: [\"http://127.0.0.1:8001\", {a: b}]\n", []string{"backends.static[1]: must be a string"}},
-		{"root type", "- a\n- b\n", []string{"config must be a mapping of sections (server:, backends:, ...)", "backends: set static or dns"}},
+		{"root type", "- a\n- b\n", []string{"config must be a mapping of sections (server:, backends:, ...)", "backends: set static, dns or kubernetes"}},
 		{"merge key", base + "route:\n  <<: {d: 3}\n", []string{"route.<<: merge keys are not supported"}},
 		{"decode and validate together", base + "route:\n  d: 0\n  policy: x\nprobe:\n  dedline: 1ms\n", []string{
 			"unknown key probe.dedline (did you mean probe.deadline?)",
 			`route.policy: must be one of probe, cached, least_inflight, round_robin, random, got "x"`,
 			"route.d: must be >= 1",
 		}},
-		{"empty file", "", []string{"backends: set static or dns"}},
+		{"empty file", "", []string{"backends: set static, dns or kubernetes"}},
 		{"two documents", base + "---\n" + base, []string{"config must be a single YAML document"}},
 	}
 	for _, tt := range tests {

@@ -136,11 +136,17 @@ func validate(c *Config) Errors {
 	v.nonNegative("server.shutdown_grace", s.ShutdownGrace)
 
 	b := c.Backends
+	sources := 0
+	for _, set := range []bool{len(b.Static) > 0, b.DNS != "", b.Kubernetes.Enabled()} {
+		if set {
+			sources++
+		}
+	}
 	switch {
-	case len(b.Static) == 0 && b.DNS == "":
-		v.add("backends", "set static or dns")
-	case len(b.Static) > 0 && b.DNS != "":
-		v.add("backends", "set static or dns, not both")
+	case sources == 0:
+		v.add("backends", "set static, dns or kubernetes")
+	case sources > 1:
+		v.add("backends", "set only one of static, dns and kubernetes")
 	}
 	seen := make(map[string]int, len(b.Static))
 	for i, raw := range b.Static {
@@ -160,6 +166,9 @@ func validate(c *Config) Errors {
 		v.hostPort("backends.dns", b.DNS, false, 1)
 	}
 	v.positive("backends.dns_refresh", b.DNSRefresh)
+	if b.Kubernetes.Enabled() {
+		v.kubernetes(b.Kubernetes)
+	}
 
 	u := c.Upstream
 	v.positive("upstream.connect_timeout", u.ConnectTimeout)
