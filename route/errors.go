@@ -67,9 +67,33 @@ func errorType(status int) string {
 		return "ServiceUnavailableError"
 	case fasthttp.StatusGatewayTimeout:
 		return "GatewayTimeoutError"
+	case fasthttp.StatusHTTPVersionNotSupported:
+		return "HTTPVersionNotSupportedError"
 	default:
 		return "BadGatewayError"
 	}
+}
+
+// messageFor returns the fixed message a client gets for a status the proxy
+// itself produces. It never carries upstream bytes or error text: those
+// may hold another exchange's data (a peer's garbage, header fragments),
+// so they go to the access log only.
+func messageFor(status int) string {
+	switch status {
+	case fasthttp.StatusTooManyRequests:
+		return "all candidate model servers are saturated; retry later"
+	case fasthttp.StatusServiceUnavailable:
+		return "no model server available"
+	case fasthttp.StatusGatewayTimeout:
+		return "the model server did not answer in time"
+	case fasthttp.StatusBadGateway:
+		return "the model server failed to answer"
+	case fasthttp.StatusBadRequest:
+		return "malformed HTTP request"
+	case fasthttp.StatusHTTPVersionNotSupported:
+		return "HTTP version not supported: use HTTP/1.1 or HTTP/1.0"
+	}
+	return fasthttp.StatusMessage(status)
 }
 
 // writeError answers the client with vLLM's error envelope:

@@ -54,6 +54,9 @@ type accounting struct {
 	dec       decision
 	id        string
 	attempt   int
+	// idReplaced: the client's X-Request-Id was unusable (too long, not
+	// visible ASCII, repeated) and a generated one replaced it.
+	idReplaced bool
 }
 
 // Handle is the proxy's fasthttp handler: extract, pick, forward, stream.
@@ -76,6 +79,12 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 		p.metrics.requests(nil, fasthttp.StatusMethodNotAllowed)
 		return
 	}
+	if status, msg := admit(&ctx.Request.Header); status != 0 {
+		writeError(ctx, status, msg)
+		ctx.SetConnectionClose()
+		p.metrics.requests(nil, status)
+		return
+	}
 	if ambiguousFraming(ctx.Request.Header.RawHeaders()) {
 		// Content-Length and Transfer-Encoding together are the shape of
 		// request smuggling (RFC 9112 section 6.3): refuse, and close the
@@ -96,16 +105,21 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 	req := &ctx.Request
 	stripHopRequest(&req.Header)
 	p.setForwardedFor(ctx, rc)
-	baseID := req.Header.Peek("X-Request-Id")
+	baseID, idSent := clientRequestID(&req.Header)
 	rc.id = rc.id[:0]
 	if len(baseID) == 0 {
 		rc.id = appendRequestID(rc.id, p.rand())
 	} else {
 		rc.id = append(rc.id, baseID...)
 	}
+	idReplaced := idSent && len(baseID) == 0
+	req.Header.Del(hdrRequestID)
 	idLen := len(rc.id)
+	// The proxy owns the ORCA request header: a client's own (in any case)
+	// never reaches the backend beside or instead of the proxy's.
+	req.Header.Del(hdrORCAFormat)
 	if rt.orca && !rc.info.Stream {
-		req.Header.Set("Endpoint-Load-Metrics-Format", "TEXT")
+		req.Header.Set(hdrORCAFormat, "TEXT")
 	}
 
 	pool := p.pool.Load()
@@ -139,8 +153,8 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 			lastErr = ErrNotSent
 			continue
 		}
-		req.Header.SetBytesV("X-Request-Id", rc.id)
-		err = p.forward(ctx, rt, rc, b, done, start, dec, attempt)
+		req.Header.SetBytesV(hdrRequestID, rc.id)
+		err = p.forward(ctx, rt, rc, b, done, start, dec, attempt, idReplaced)
 		if err == nil {
 			settled = true // bodyStream.Close settles
 			return
@@ -154,14 +168,12 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 		lastErr = ErrNoBackend
 	}
 	status := statusFor(lastErr)
-	msg := lastErr.Error()
-	switch {
-	case errors.Is(lastErr, ErrNotSent) || errors.Is(lastErr, ErrNoBackend):
-		msg = "no model server available: " + msg
-	case errors.Is(lastErr, ErrSaturated):
+	if errors.Is(lastErr, ErrSaturated) {
 		p.metrics.shed.Inc()
 	}
-	writeError(ctx, status, msg)
+	// The client gets the status's fixed message; what the upstream said
+	// (its bytes may belong to another exchange) goes to the access log.
+	writeError(ctx, status, messageFor(status))
 	if status == fasthttp.StatusTooManyRequests {
 		ctx.Response.Header.Set("Retry-After", "1")
 	}
@@ -171,7 +183,7 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 	p.metrics.requests(last, status)
 	p.metrics.duration.Observe(p.now().Sub(start).Seconds())
 	if rt.accessLog {
-		p.accessLog(ctx, last, &accounting{start: start, code: status, err: lastErr, id: string(rc.id)})
+		p.accessLog(ctx, last, &accounting{start: start, code: status, err: lastErr, id: string(rc.id), idReplaced: idReplaced})
 	}
 }
 
@@ -191,6 +203,9 @@ func (p *Proxy) accessLog(ctx *fasthttp.RequestCtx, b *Backend, a *accounting) {
 	}
 	if a.attempt > 0 {
 		ev = ev.Int("attempt", a.attempt)
+	}
+	if a.idReplaced {
+		ev = ev.Bool("request_id_replaced", true)
 	}
 	if a.err != nil {
 		ev = ev.AnErr("error", a.err)

@@ -8,16 +8,58 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// setForwardedFor appends the client's IP to X-Forwarded-For.
+// setForwardedFor appends the client's IP to X-Forwarded-For. Every prior
+// X-Forwarded-For field, in any case, is folded into one list first (RFC
+// 9110 section 5.3), so exactly one field reaches the backend.
 func (p *Proxy) setForwardedFor(ctx *fasthttp.RequestCtx, rc *reqCtx) {
 	ip := ctx.RemoteIP()
 	rc.xff = rc.xff[:0]
-	if prior := ctx.Request.Header.Peek("X-Forwarded-For"); len(prior) > 0 {
-		rc.xff = append(rc.xff, prior...)
-		rc.xff = append(rc.xff, ", "...)
+	h := &ctx.Request.Header
+	for _, prior := range h.PeekAll(hdrForwardedFor) {
+		if len(prior) > 0 {
+			rc.xff = append(rc.xff, prior...)
+			rc.xff = append(rc.xff, ", "...)
+		}
 	}
 	rc.xff = appendIP(rc.xff, ip)
-	ctx.Request.Header.SetBytesV("X-Forwarded-For", rc.xff)
+	h.Del(hdrForwardedFor)
+	h.SetBytesV(hdrForwardedFor, rc.xff)
+}
+
+// Header names the proxy reads or writes. Both listeners parse header names
+// into fasthttp's canonical form (server and HostClient run with name
+// normalizing on), so Peek, PeekAll and Del with these names match a field
+// whatever case the peer wrote it in: RFC 9110 section 5.1 makes field
+// names case-insensitive, and uvicorn, which serves vLLM, writes them in
+// lowercase.
+const (
+	hdrForwardedFor = "X-Forwarded-For"
+	hdrRequestID    = "X-Request-Id"
+	hdrORCA         = "Endpoint-Load-Metrics"
+	hdrORCAFormat   = "Endpoint-Load-Metrics-Format"
+)
+
+// maxRequestIDLen bounds a client's X-Request-Id: longer ids are replaced.
+const maxRequestIDLen = 128
+
+// clientRequestID returns the client's X-Request-Id when it is usable as
+// vLLM's request id: exactly one field of 1 to maxRequestIDLen visible
+// ASCII characters. present reports whether the client sent any, so that a
+// replaced id can be logged as such.
+func clientRequestID(h *fasthttp.RequestHeader) (id []byte, present bool) {
+	vs := h.PeekAll(hdrRequestID)
+	if len(vs) == 0 {
+		return nil, false
+	}
+	if len(vs) != 1 || len(vs[0]) == 0 || len(vs[0]) > maxRequestIDLen {
+		return nil, true
+	}
+	for _, c := range vs[0] {
+		if c < 0x21 || c > 0x7e {
+			return nil, true
+		}
+	}
+	return vs[0], true
 }
 
 func appendIP(dst []byte, ip net.IP) []byte {
@@ -76,16 +118,18 @@ func bytesHasPrefix(b []byte, prefix string) bool {
 }
 
 // hopHeaders are the hop-by-hop headers a proxy must not forward
-// (RFC 9110 section 7.6.1), in fasthttp's canonical form.
+// (RFC 9110 section 7.6.1), in fasthttp's canonical form; Del matches them
+// in any case (see hdrRequestID). Upgrade is among them: the proxy never
+// opens a tunnel, so a backend must answer a request normally.
 var hopHeaders = []string{
 	"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate",
 	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
 }
 
 // stripHopRequest removes hop-by-hop headers from an outgoing request,
-// including those named by its Connection header.
+// including those named by any of its Connection fields.
 func stripHopRequest(h *fasthttp.RequestHeader) {
-	if c := h.Peek("Connection"); len(c) > 0 {
+	for _, c := range h.PeekAll("Connection") {
 		forEachToken(c, func(name []byte) { h.DelBytes(name) })
 	}
 	for _, k := range hopHeaders {
@@ -95,9 +139,9 @@ func stripHopRequest(h *fasthttp.RequestHeader) {
 }
 
 // stripHopResponse removes hop-by-hop headers from a response going back to
-// the client.
+// the client, including those named by any of its Connection fields.
 func stripHopResponse(h *fasthttp.ResponseHeader) {
-	if c := h.Peek("Connection"); len(c) > 0 {
+	for _, c := range h.PeekAll("Connection") {
 		forEachToken(c, func(name []byte) { h.DelBytes(name) })
 	}
 	for _, k := range hopHeaders {

@@ -14,7 +14,7 @@ import (
 // the body to the client as a stream. It returns nil when the response is
 // under way (bodyStream settles it), an error wrapping ErrNotSent when
 // nothing reached the backend, or another error to map to a status.
-func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *runtime, rc *reqCtx, b *Backend, done func(breaker.Outcome), start time.Time, dec decision, attempt int) error {
+func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *runtime, rc *reqCtx, b *Backend, done func(breaker.Outcome), start time.Time, dec decision, attempt int, idReplaced bool) error {
 	req := &ctx.Request
 	if rc.info.NBlocks > 0 {
 		b.prefix.Insert(rc.info.Blocks[:rc.info.NBlocks])
@@ -25,18 +25,25 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *runtime, rc *reqCtx, b *Ba
 	// The backend's scheme, whatever the client's request line said: an
 	// absolute "https://..." URI would otherwise make the HostClient refuse
 	// the request and count it against the backend's breaker.
+	// Likewise its own Host, whatever the client sent (an HTTP/1.0 request
+	// may send none): no client shape makes the request unsendable, so none
+	// can fail against the backend's breaker.
+	u := req.URI()
 	if b.hc.IsTLS {
-		req.URI().SetScheme("https")
+		u.SetScheme("https")
 	} else {
-		req.URI().SetScheme("http")
+		u.SetScheme("http")
 	}
+	u.SetHost(b.addr)
+	u.SetUsername("")
+	u.SetPassword("")
 	b.state.Dispatch()
 	resp := fasthttp.AcquireResponse()
 	err := b.hc.Do(req, resp)
 	if err != nil {
 		fasthttp.ReleaseResponse(resp)
 		b.state.Finish()
-		done(breaker.Failure)
+		done(upstreamErrOutcome(err))
 		if b.draining.Load() {
 			p.reap()
 		}
@@ -51,7 +58,7 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *runtime, rc *reqCtx, b *Ba
 	}
 	status := resp.StatusCode()
 	if rt.orca {
-		if v := resp.Header.Peek("Endpoint-Load-Metrics"); len(v) > 0 {
+		if v := resp.Header.Peek(hdrORCA); len(v) > 0 {
 			if l, ok := probe.ParseORCA(v, p.now()); ok {
 				b.state.Report(&l)
 			}
@@ -60,9 +67,10 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *runtime, rc *reqCtx, b *Ba
 	ctx.Response.Reset()
 	resp.Header.CopyTo(&ctx.Response.Header)
 	stripHopResponse(&ctx.Response.Header)
-	ctx.Response.Header.Del("Endpoint-Load-Metrics")
+	ctx.Response.Header.Del(hdrORCA)
 	ctx.Response.SetStatusCode(status)
-	ctx.Response.Header.SetBytesV("X-Request-Id", rc.id)
+	ctx.Response.Header.Del(hdrRequestID)
+	ctx.Response.Header.SetBytesV(hdrRequestID, rc.id)
 
 	s := bodyStreamPool.Get().(*bodyStream)
 	s.p, s.b, s.resp, s.done = p, b, resp, done
@@ -70,7 +78,7 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *runtime, rc *reqCtx, b *Ba
 	s.client = ctx.Conn()
 	s.idle = rt.idle
 	s.sse = bytesHasPrefix(resp.Header.ContentType(), "text/event-stream")
-	s.acct = accounting{start: start, firstByte: p.now().Sub(start), status: status, code: status, dec: dec, attempt: attempt}
+	s.acct = accounting{start: start, firstByte: p.now().Sub(start), status: status, code: status, dec: dec, attempt: attempt, idReplaced: idReplaced}
 	if rt.accessLog {
 		s.acct.id = string(rc.id)
 	}
@@ -110,4 +118,16 @@ func (p *Proxy) reap() {
 	p.mu.Lock()
 	p.reapLocked()
 	p.mu.Unlock()
+}
+
+// upstreamErrOutcome classifies a failed exchange for the breaker. The
+// proxy's own saturation (every connection to the backend busy at
+// upstream.max_conns_per_backend, "no free connections") is no fault of the
+// backend: it counts as neither success nor failure, and the request is
+// re-picked as one that was never sent.
+func upstreamErrOutcome(err error) breaker.Outcome {
+	if errors.Is(err, fasthttp.ErrNoFreeConns) {
+		return breaker.Ignore
+	}
+	return breaker.Failure
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -32,7 +33,10 @@ func (p *Proxy) newServer(cfg *config.Config) *fasthttp.Server {
 		IdleTimeout:                   90 * time.Second,
 		MaxRequestBodySize:            int(maxBody),
 		ReadBufferSize:                hdr,
-		DisableHeaderNamesNormalizing: true,
+		// Header names are parsed into canonical form, so that every
+		// lookup and deletion of the proxy matches any case (RFC 9110
+		// section 5.1); see hdrRequestID.
+		DisableHeaderNamesNormalizing: false,
 		DisablePreParseMultipartForm:  true,
 		NoDefaultServerHeader:         true,
 		NoDefaultContentType:          true,
@@ -71,7 +75,8 @@ func (p *Proxy) closeClientConns() {
 // handleParseError answers requests fasthttp could not read, in vLLM's
 // envelope: 413 for bodies over server.max_body_bytes, 431 for headers over
 // the read buffer, 408 for a client that trickles past server.read_timeout,
-// 400 otherwise.
+// 505 for a version that is not HTTP/d.d, 400 otherwise. No backend is
+// involved, so no breaker counts it.
 func (p *Proxy) handleParseError(ctx *fasthttp.RequestCtx, err error) {
 	var small *fasthttp.ErrSmallBuffer
 	status, msg := fasthttp.StatusBadRequest, "malformed HTTP request"
@@ -82,6 +87,10 @@ func (p *Proxy) handleParseError(ctx *fasthttp.RequestCtx, err error) {
 		status, msg = fasthttp.StatusRequestHeaderFieldsTooLarge, "request headers too large"
 	case isTimeout(err):
 		status, msg = fasthttp.StatusRequestTimeout, "request not received within server.read_timeout"
+	case strings.Contains(err.Error(), "unsupported http version"):
+		// fasthttp has no sentinel for a request line whose version is
+		// not HTTP/d.d ("HTTP/10.0"); its message is the only signal.
+		status, msg = fasthttp.StatusHTTPVersionNotSupported, messageFor(fasthttp.StatusHTTPVersionNotSupported)
 	}
 	writeError(ctx, status, msg)
 	ctx.SetConnectionClose()

@@ -78,7 +78,8 @@ func (s *bodyStream) read(p []byte) (int, error) {
 		// An SSE client gets the error as a frame, as vLLM sends errors
 		// after the stream started, then a clean end of stream.
 		f := append([]byte(nil), "data: "...)
-		f = appendEnvelope(f, statusFor(s.upErr), "upstream stream failed: "+s.upErr.Error())
+		st := statusFor(s.upErr)
+		f = appendEnvelope(f, st, messageFor(st))
 		f = append(f, "\n\n"...)
 		s.pending = f
 		return n, nil

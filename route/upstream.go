@@ -60,7 +60,10 @@ func (c *deadlineConn) SetDeadline(time.Time) error { return nil }
 // newHostClient returns the pooled fasthttp client of one backend. It never
 // retries by itself (the router decides what may be re-sent), streams
 // response bodies, keeps idle connections for less than vLLM's 5 s
-// keep-alive, and forwards paths and header names byte for byte.
+// keep-alive, and forwards paths byte for byte. Response header names are
+// parsed into canonical form, so that ORCA, X-Request-Id and hop-by-hop
+// headers are found whatever case the model server wrote (uvicorn writes
+// lowercase).
 func newHostClient(addr string, tls bool, up config.Upstream) *fasthttp.HostClient {
 	connect := up.ConnectTimeout.D()
 	firstByte, idle := up.FirstByteTimeout.D(), up.IdleTimeout.D()
@@ -82,7 +85,7 @@ func newHostClient(addr string, tls bool, up config.Upstream) *fasthttp.HostClie
 		RetryIf:                       func(*fasthttp.Request) bool { return false },
 		StreamResponseBody:            true,
 		NoDefaultUserAgentHeader:      true,
-		DisableHeaderNamesNormalizing: true,
+		DisableHeaderNamesNormalizing: false,
 		DisablePathNormalizing:        true,
 		ReadBufferSize:                64 << 10,
 	}

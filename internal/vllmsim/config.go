@@ -77,6 +77,10 @@ type Config struct {
 	Seed int64
 	// Faults are the server's initial injected faults (see Server.SetFaults).
 	Faults Faults
+	// LowercaseHeaders makes the API answers carry lowercase header names
+	// (endpoint-load-metrics, x-request-id, content-type), as uvicorn, which
+	// serves vLLM, writes them. Default false (Go's canonical case).
+	LowercaseHeaders bool
 }
 
 // DefaultConfig returns the calibrated defaults described on Config.

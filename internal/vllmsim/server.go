@@ -184,7 +184,7 @@ func newGeneration(s *Server, ln net.Listener, seq int) (*generation, error) {
 	g.metrics.init(g)
 	g.publish()
 	g.httpSrv = &http.Server{
-		Handler:           http.HandlerFunc(g.serveHTTP),
+		Handler:           g.handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       5 * time.Second, // uvicorn's keep-alive timeout
 		ConnState:         g.connState,
