@@ -10,8 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/probegate/probegate/internal/vllmsim"
 	"github.com/probegate/probegate/internal/config"
+	"github.com/probegate/probegate/internal/vllmsim"
 	"github.com/probegate/probegate/probe"
 	"github.com/probegate/probegate/route"
 )
@@ -188,10 +188,10 @@ func (s *ProxyStats) Add(o ProxyStats) {
 	s.Retries += o.Retries
 }
 
-// ProbesSent is the number of probes sent (each completes once: ok, timeout
-// or error; hedges included).
+// ProbesSent is the number of probes sent (each completes once: ok, timeout,
+// error or cancelled; hedges included; coalesced waits are not probes).
 func (s *ProxyStats) ProbesSent() float64 {
-	return s.Probes["ok"] + s.Probes["timeout"] + s.Probes["error"]
+	return s.Probes["ok"] + s.Probes["timeout"] + s.Probes["error"] + s.Probes["cancelled"]
 }
 
 // DecisionTotal is the number of routing decisions.

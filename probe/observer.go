@@ -11,6 +11,13 @@ const (
 	OutcomeError        = "error"
 	OutcomeHedge        = "hedge"         // probes only: a hedge probe was sent
 	OutcomeSkippedFresh = "skipped_fresh" // probes only: cached report fresh enough
+	// OutcomeCoalesced: probes only: a request waited for a probe already in
+	// flight to the same backend instead of sending its own.
+	OutcomeCoalesced = "coalesced"
+	// OutcomeCancelled: probes only: a probe sent that ended without an
+	// answer after every request waiting for it had reached its quorum
+	// (the loser of a quorum, cut short), not a timeout.
+	OutcomeCancelled = "cancelled"
 )
 
 // Observer receives the prober's and the scraper's events; the composition
@@ -18,10 +25,13 @@ const (
 // them. Implementations must be safe for concurrent use and cheap: Probe is
 // called on the request path.
 type Observer interface {
-	// Probe is called once per probe that completes (ok, timeout, error; d is
-	// the round trip), once per hedge sent (hedge, d = 0; the hedge probe
-	// later reports its own completion) and once per candidate skipped as
-	// fresh (skipped_fresh, d = 0).
+	// Probe is called once per probe sent, when it completes (ok, timeout,
+	// error, cancelled; d is the round trip), once per hedge sent (hedge,
+	// d = 0; the hedge probe later reports its own completion), once per
+	// candidate skipped as fresh (skipped_fresh, d = 0) and once per
+	// candidate whose probe already in flight was joined instead of sending
+	// another (coalesced, d = 0). Probes sent = ok + timeout + error +
+	// cancelled.
 	Probe(outcome string, d time.Duration)
 	// Scrape is called once per scrape with ok, timeout or error.
 	Scrape(addr, outcome string)

@@ -111,42 +111,54 @@ func (p *Prober) HedgeAfter() time.Duration {
 
 // Result summarises one Run.
 type Result struct {
-	Probed       int // probes sent, hedges included
-	Answered     int // probes that answered before the decision
-	Hedged       int // hedge probes sent
+	Probed int // probes this Run sent, hedges included
+	// Coalesced is how many candidates and hedges this Run did not probe
+	// because a probe to them was already in flight (sent by a concurrent
+	// Run): it waited for that answer instead.
+	Coalesced    int
+	Answered     int // probes (sent or joined) that answered before the decision
+	Hedged       int // spares probed (sent or joined) after HedgeAfter
 	SkippedFresh int // candidates and spares not probed because their report was fresh
 	TimedOut     int // probes that timed out, or were still pending at the deadline
 	Failed       int // probes that failed with an error other than a timeout
-	Cancelled    int // probes still pending when the quorum answered (cancelled)
+	Cancelled    int // probes still pending when the quorum answered (left behind)
 	// SparesUsed is how many spares, from the front of the slice, were
 	// hedged to or skipped as fresh: spares[:SparesUsed] are candidates too.
 	SparesUsed int
 	Waited     time.Duration // time Run spent, by the now function
 }
 
-// probe outcomes sent back to Run.
+// probe results sent to the Runs waiting on a flight.
 const (
 	probeOK = iota
 	probeTimeout
 	probeError
 )
 
+// maxWaits bounds the flights one Run tracks without allocating; more
+// (a d above 12 with hedges) spill to the heap.
+const maxWaits = 16
+
 // Run probes the candidates whose latest report is older than FreshFor, in
 // parallel, and Reports each answer into its State (Source = SourceProbe,
-// At = receive time). It returns as soon as Quorum candidates are known
-// (fresh skips plus answers, hedges included), when no probe in flight can
-// still answer, or at Deadline, whichever is first; it never waits past
-// Deadline or past ctx's own deadline.
+// At = receive time). A candidate that already has a probe in flight,
+// sent by a concurrent Run, is not probed again: Run waits for that answer
+// (Result.Coalesced, OutcomeCoalesced). It returns as soon as Quorum
+// candidates are known (fresh skips plus answers, hedges included), when
+// no probe it waits for can still answer, or at Deadline, whichever is
+// first; it never waits past Deadline or past ctx's own deadline.
 //
 // After HedgeAfter without a quorum (or at once, when every probe has
 // already failed), it probes up to Hedges more backends taken in order from
 // spares, skipping (and counting as known) those that are fresh.
 //
-// Probes still in flight when Run returns are cancelled through their
-// context; their goroutines end as soon as the Fetcher returns (at the
-// latest at the deadline) and a late answer is still Reported, which is
-// useful to the next request. The caller then reads View of cands and of
-// spares[:Result.SparesUsed].
+// A probe runs for at most Deadline from when it was sent, under its own
+// context: it is cancelled when every Run waiting for it has returned
+// without its answer. A probe abandoned that way because those Runs had
+// their quorum, and that then ends without an answer, is observed as
+// OutcomeCancelled. A late answer (a Fetcher like fasthttp's cannot be
+// interrupted) is still Reported, which is useful to the next request. The
+// caller then reads View of cands and of spares[:Result.SparesUsed].
 func (p *Prober) Run(ctx context.Context, cands, spares []*State) Result {
 	start := p.now()
 	var res Result
@@ -174,11 +186,27 @@ func (p *Prober) Run(ctx context.Context, cands, spares []*State) Result {
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.Deadline)
 	defer cancel()
 	results := make(chan int, len(cands)-res.SkippedFresh+p.cfg.Hedges)
+	var waitBuf [maxWaits]*flight
+	waits := waitBuf[:0] // flights this Run waits on
+	defer func() {
+		// Leave every flight that has not answered us: the last waiter
+		// to leave cancels it.
+		satisfied := known >= quorum
+		for _, f := range waits {
+			f.leave(satisfied)
+		}
+	}()
 	outstanding := 0
 	launch := func(s *State) {
 		outstanding++
-		res.Probed++
-		go p.probe(ctx, s, results)
+		f, sent := p.await(ctx, s, results)
+		waits = append(waits, f)
+		if sent {
+			res.Probed++
+		} else {
+			res.Coalesced++
+			p.obs.Probe(OutcomeCoalesced, 0)
+		}
 	}
 	for i, s := range cands {
 		if !fresh[i] {
@@ -259,11 +287,33 @@ func (p *Prober) isFresh(s *State, now time.Time) bool {
 	return l != nil && now.Sub(l.At) < p.cfg.FreshFor
 }
 
-// probe fetches one backend, Reports the answer, observes the outcome and
-// sends it to Run's buffered results channel (never blocks).
-func (p *Prober) probe(ctx context.Context, s *State, results chan<- int) {
+// await subscribes results to s's answer: it joins the probe in flight to
+// s, or sends one (sent = true) when there is none. Either way exactly one
+// result will arrive on results.
+func (p *Prober) await(ctx context.Context, s *State, results chan<- int) (f *flight, sent bool) {
+	for {
+		if f = s.flight.Load(); f != nil {
+			if f.join(results) {
+				return f, false
+			}
+			// It landed or was abandoned: forget it and look again.
+			s.flight.CompareAndSwap(f, nil)
+			continue
+		}
+		f = newFlight(ctx, p.cfg.Deadline, results)
+		if s.flight.CompareAndSwap(nil, f) {
+			go p.fly(f, s)
+			return f, true
+		}
+		f.cancel() // another Run started one first: join it
+	}
+}
+
+// fly sends the probe of flight f to s, Reports the answer, observes the
+// outcome and lands the flight (which delivers the result to its waiters).
+func (p *Prober) fly(f *flight, s *State) {
 	t0 := p.now()
-	l, err := p.f.Fetch(ctx, s, p.cfg.Endpoint)
+	l, err := p.f.Fetch(f.ctx, s, p.cfg.Endpoint)
 	at := p.now()
 	rtt := at.Sub(t0)
 	r := probeOK
@@ -273,13 +323,23 @@ func (p *Prober) probe(ctx context.Context, s *State, results chan<- int) {
 		l.At = at
 		s.Report(&l)
 		p.est.Observe(rtt)
-		p.obs.Probe(OutcomeOK, rtt)
 	case errors.Is(err, ErrTimeout), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		r = probeTimeout
-		p.obs.Probe(OutcomeTimeout, rtt)
 	default:
 		r = probeError
+	}
+	// Stop sharing it before landing, so that a Run arriving now sends a
+	// fresh probe rather than joining one that is over.
+	s.flight.CompareAndSwap(f, nil)
+	abandoned := f.land(r)
+	switch {
+	case r == probeOK:
+		p.obs.Probe(OutcomeOK, rtt)
+	case abandoned:
+		p.obs.Probe(OutcomeCancelled, rtt)
+	case r == probeTimeout:
+		p.obs.Probe(OutcomeTimeout, rtt)
+	default:
 		p.obs.Probe(OutcomeError, rtt)
 	}
-	results <- r
 }

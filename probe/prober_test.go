@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -546,5 +547,51 @@ func BenchmarkProberRun(b *testing.B) {
 			b.ReportMetric(float64(lat[len(lat)/2])/1e3, "p50-µs")
 			b.ReportMetric(float64(lat[len(lat)*99/100])/1e3, "p99-µs")
 		})
+	}
+	// 32 requests at a time asking about the same 2 backends (the overhead
+	// scenario's shape): probes sent per Run shows how many share one.
+	b.Run("callers=32/backends=2", func(b *testing.B) {
+		backends := []*State{loopbackServer(b, 0), loopbackServer(b, 0)}
+		f := &HTTPFetcher{}
+		b.Cleanup(func() {
+			for _, s := range backends {
+				f.CloseIdleConnections(s)
+			}
+		})
+		obs := &sentObserver{}
+		p := NewProber(ProberConfig{Endpoint: EndpointLoad, Deadline: 50 * ms, AutoHedge: true, Hedges: 1, Quorum: 2}, f, obs, nil)
+		var calls, unanswered atomic.Int64
+		b.SetParallelism(16) // 16 x GOMAXPROCS goroutines
+		if n := 16 * runtime.GOMAXPROCS(0); n != 32 {
+			b.Logf("%d callers (GOMAXPROCS %d)", n, runtime.GOMAXPROCS(0))
+		}
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			ctx := context.Background()
+			for pb.Next() {
+				if res := p.Run(ctx, backends, nil); res.Answered == 0 {
+					unanswered.Add(1)
+				}
+				calls.Add(1)
+			}
+		})
+		time.Sleep(5 * ms) // let the last probes land
+		if n := calls.Load(); n > 0 {
+			b.ReportMetric(float64(obs.sent.Load())/float64(n), "probes/call")
+			b.ReportMetric(float64(unanswered.Load())/float64(n), "unanswered/call")
+		}
+	})
+}
+
+// sentObserver counts probes sent (each completes once).
+type sentObserver struct {
+	NopObserver
+	sent atomic.Int64
+}
+
+func (o *sentObserver) Probe(outcome string, _ time.Duration) {
+	switch outcome {
+	case OutcomeOK, OutcomeTimeout, OutcomeError, OutcomeCancelled:
+		o.sent.Add(1)
 	}
 }

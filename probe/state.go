@@ -29,6 +29,11 @@ type State struct {
 	// Created lazily by HTTPFetcher on first use, then immutable.
 	client atomic.Pointer[fasthttp.HostClient]
 
+	// The synchronous probe in flight to this backend, shared by the Runs
+	// that need its answer (nil when none; see flight). Set and cleared by
+	// compare-and-swap.
+	flight atomic.Pointer[flight]
+
 	// The scrape loop's current interval in nanoseconds (0: not scraped).
 	scrapeInterval atomic.Int64
 	// Set while the scrape loop's scrapes fail (from the first failure to

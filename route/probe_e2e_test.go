@@ -101,8 +101,12 @@ func TestSlowProbeEndpointCostsAtMostTheDeadline(t *testing.T) {
 	if worst > 0.041 {
 		t.Fatalf("a decision took longer than the deadline bucket: worst bucket %.4fs", worst)
 	}
-	if tp.counter(t, "probegate_probes_total", map[string]string{"outcome": "timeout"}) == 0 {
-		t.Fatal("the slow server's probes must time out")
+	// A slow probe left behind by a quorum that hedges completed is
+	// counted as cancelled; one the decision waited for to the deadline, as
+	// a timeout.
+	if tp.counter(t, "probegate_probes_total", map[string]string{"outcome": "timeout"})+
+		tp.counter(t, "probegate_probes_total", map[string]string{"outcome": "cancelled"}) == 0 {
+		t.Fatal("the slow server's probes must time out or be cancelled")
 	}
 	if tp.counter(t, "probegate_probes_total", map[string]string{"outcome": "ok"}) == 0 {
 		t.Fatal("the other servers' probes must answer")
