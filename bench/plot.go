@@ -45,7 +45,7 @@ func WritePlots(r *Results, dir string) error {
 	}
 	for i := range r.Scenarios {
 		if r.Scenarios[i].Name == "ramp" {
-			errs = append(errs, plotRamp(&r.Scenarios[i], r.Fleet.CapacityRPS, dir))
+			errs = append(errs, plotRamp(&r.Scenarios[i], rampCapacity(&r.Fleet), dir))
 		}
 	}
 	errs = append(errs, plotReplicas(r, dir))
@@ -161,4 +161,13 @@ func addLinePoints(p *plot.Plot, pts plotter.XYs, name string) error {
 	p.Add(l, sc)
 	p.Legend.Add(name, l, sc)
 	return nil
+}
+
+// rampCapacity is the capacity the ramp's loads are multiples of: the
+// uniform-size one (ramp always draws uniform sizes).
+func rampCapacity(f *FleetInfo) float64 {
+	if c, ok := f.CapacityBySizes[SizesUniform]; ok {
+		return c
+	}
+	return f.CapacityRPS
 }

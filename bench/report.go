@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -116,8 +117,11 @@ func WriteReport(r *Results, dir string) error {
 	w("Machine: %d CPUs (%s), %d GiB, %s, %s. Everything (simulator, proxies, load generator) shares these CPUs, on loopback.\n\n",
 		r.Machine.CPUs, r.Machine.CPUModel, r.Machine.MemoryGiB, r.Machine.OS, r.Machine.GoVersion)
 	if r.Fleet.Servers > 0 {
-		w("Fleet: %d simulated vLLM servers (bench/vllmsim), max_num_seqs %d, time scale %g. Measured capacity: **%.1f requests/s** (closed-loop saturation); loads below are multiples of it.\n\n",
-			r.Fleet.Servers, r.Fleet.MaxNumSeqs, r.Fleet.TimeScale, r.Fleet.CapacityRPS)
+		w("Fleet: %d simulated vLLM servers (internal/vllmsim), max_num_seqs %d, time scale %g. Measured capacity: **%.1f requests/s** (closed-loop saturation, %s sizes); loads below are multiples of it.\n\n",
+			r.Fleet.Servers, r.Fleet.MaxNumSeqs, r.Fleet.TimeScale, r.Fleet.CapacityRPS, cmp.Or(r.Fleet.Sizes, SizesUniform))
+		if len(r.Fleet.CapacityBySizes) > 1 {
+			w("Capacity by size distribution (requests/s): %v; steady, spike and replicas use %s sizes, the other load scenarios uniform ones, trace the trace's own.\n\n", r.Fleet.CapacityBySizes, r.Fleet.Sizes)
+		}
 	}
 	for _, n := range r.Notes {
 		w("> Note: %s\n\n", n)

@@ -28,6 +28,12 @@ type FleetInfo struct {
 	MaxNumSeqs  int     `json:"max_num_seqs"`
 	TimeScale   float64 `json:"time_scale"`
 	CapacityRPS float64 `json:"capacity_rps"`
+	// Sizes is -sizes (the size distribution of steady, spike, replicas).
+	Sizes string `json:"sizes,omitempty"`
+	// CapacityBySizes is the capacity measured for each size distribution
+	// used (uniform for the other scenarios); CapacityRPS is the one of
+	// Sizes when measured, else the uniform one.
+	CapacityBySizes map[string]float64 `json:"capacity_rps_by_sizes,omitempty"`
 }
 
 // ScenarioResult is one scenario (one load level or replica count).

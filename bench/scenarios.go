@@ -31,10 +31,42 @@ type Options struct {
 	// Burstiness is the gamma shape of arrival gaps (1 or 0: Poisson; < 1:
 	// burstier), as `vllm bench serve --burstiness`.
 	Burstiness float64
+	// Sizes is the request size distribution of steady, spike and replicas
+	// (and of the capacity measurement): SizesLognormal (""), SizesUniform
+	// or SizesTrace.
+	Sizes string
+	// TraceFile is the trace of the trace scenario and of -sizes trace (""
+	// for the committed slice of the Azure code trace).
+	TraceFile string
+	// TraceOffset is where in the trace (trace time) the first seed's
+	// replay starts; each further seed replays the next window.
+	TraceOffset time.Duration
+	// TraceSpeed divides the trace's arrival times (2: twice as fast; 0:
+	// DefaultTraceSpeed).
+	TraceSpeed float64
+	// Variants, if set, runs only the scenario entries of these names
+	// (e.g. trace_hetero_r1,steady_80).
+	Variants []string
+
+	serversSet bool // Servers was given (the trace fleet defaults to 4)
+	trace      []TraceRow
 }
 
+// DefaultTraceSpeed is the trace scenario's default -trace-speed: the code
+// trace's 2.6 requests/s (5,300 prompt tokens/s) replayed 4x faster loads
+// the 4-server trace fleet to about 70% of its prefill capacity on
+// average, with bursts above it.
+const DefaultTraceSpeed = 4.0
+
+// Trace fleet: the issue's "4 pods, one slow" by default, KV cache of
+// 16,384 tokens per server (two p99 prompts of the code trace).
+const (
+	defaultTraceServers = 4
+	traceGPUBlocks      = 1024
+)
+
 // Scenarios lists every scenario name in run order.
-var Scenarios = []string{"steady", "spike", "ramp", "lora", "prefix", "hetero", "slowprobe", "external", "replicas", "overhead"}
+var Scenarios = []string{"steady", "spike", "ramp", "lora", "prefix", "hetero", "slowprobe", "external", "replicas", "trace", "overhead"}
 
 // QuickScenarios are the scenarios -quick runs by default.
 var QuickScenarios = []string{"steady", "spike", "replicas"}
@@ -67,6 +99,26 @@ func baseWorkload(servers int) Workload {
 	}
 }
 
+// sizedSim is the simulator of the scenarios -sizes applies to: baseSim,
+// with a KV cache of 16,384 tokens when sizes come from the code trace
+// (its prompts reach 7,437 tokens).
+func sizedSim(sizes string) vllmsim.Config {
+	c := baseSim()
+	if sizes != SizesUniform {
+		c.NumGPUBlocks = traceGPUBlocks
+	}
+	return c
+}
+
+// sizedWorkload is baseWorkload with o's size distribution.
+func sizedWorkload(o *Options, servers int) Workload {
+	w := baseWorkload(servers)
+	w.Sizes = o.Sizes
+	w.Pairs = o.trace
+	w.MaxModelLen = 8192
+	return w
+}
+
 // variant is one measured configuration of a scenario.
 type variant struct {
 	name       string
@@ -76,6 +128,12 @@ type variant struct {
 	burstiness float64
 	work       Workload
 	stepLoads  []float64 // ramp only
+	// trace only: the replay of window seed-firstSeed of rows.
+	trace      []TraceRow
+	traceOff   time.Duration
+	traceSpan  time.Duration
+	traceSpeed float64
+	firstSeed  int64
 }
 
 func (v *variant) schedDur() time.Duration {
@@ -87,6 +145,9 @@ func (v *variant) schedDur() time.Duration {
 }
 
 func (v *variant) offered() float64 {
+	if v.trace != nil {
+		return float64(len(v.window(v.firstSeed))) / v.schedDur().Seconds()
+	}
 	n := 0.0
 	for _, s := range v.segs {
 		n += s.Rate * s.Dur.Seconds()
@@ -97,6 +158,9 @@ func (v *variant) offered() float64 {
 // build draws the variant's request sequence for seed: the arrival
 // schedule and the requests, identical for every strategy.
 func (v *variant) build(seed int64) []Req {
+	if v.trace != nil {
+		return TraceRequests(v.window(seed), v.work.Model, v.setup.Replicas, uint64(seed))
+	}
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x73636864))
 	arr := Arrivals(v.segs, v.burstiness, rng)
 	var steps []int
@@ -116,6 +180,16 @@ func (v *variant) build(seed int64) []Req {
 	return v.work.Build(arr, steps, uint64(seed))
 }
 
+// window returns the trace rows seed replays: the span of trace time
+// starting at traceOff + (seed - firstSeed) * traceSpan, wrapping around
+// the trace's end, scaled by traceSpeed.
+func (v *variant) window(seed int64) []TraceRow {
+	total := TraceDuration(v.trace) + time.Nanosecond
+	off := v.traceOff + time.Duration(seed-v.firstSeed)*v.traceSpan
+	off %= total
+	return TraceWindow(v.trace, off, v.traceSpan, v.traceSpeed)
+}
+
 // variants expands scenario name into its measured configurations, with
 // loads expressed as multiples of capacity (requests/s).
 func variants(name string, o *Options, capacity float64) []variant {
@@ -129,6 +203,14 @@ func variants(name string, o *Options, capacity float64) []variant {
 	}
 	base := Setup{Servers: n, Sim: baseSim(), Replicas: 1}
 	w := baseWorkload(n)
+	// -sizes applies to steady, spike and replicas.
+	sized, sw := base, w
+	sized.Sim = sizedSim(o.Sizes)
+	sw = sizedWorkload(o, n)
+	sizeParam := func(p map[string]any) map[string]any {
+		p["sizes"] = o.Sizes
+		return p
+	}
 	steady := func(load float64) []Segment { return []Segment{{Rate: load * capacity, Dur: dur}} }
 	mk := func(vname string, params map[string]any, su Setup, segs []Segment, wk Workload) variant {
 		params["scenario"] = name
@@ -143,7 +225,7 @@ func variants(name string, o *Options, capacity float64) []variant {
 	case "steady":
 		var out []variant
 		for _, l := range []float64{0.5, 0.8, 0.95} {
-			out = append(out, mk(fmt.Sprintf("steady_%02.0f", l*100), map[string]any{"load": l, "arrivals": "poisson", "duration_s": dur.Seconds()}, base, steady(l), w))
+			out = append(out, mk(fmt.Sprintf("steady_%02.0f", l*100), sizeParam(map[string]any{"load": l, "arrivals": "poisson", "duration_s": dur.Seconds()}), sized, steady(l), sw))
 		}
 		return out
 	case "spike":
@@ -152,7 +234,7 @@ func variants(name string, o *Options, capacity float64) []variant {
 			tail = 2 * time.Second
 		}
 		segs := []Segment{{Rate: 2 * capacity, Dur: time.Second}, {Rate: 0.5 * capacity, Dur: tail}}
-		return []variant{mk("spike", map[string]any{"load": 2.0, "burst_s": 1.0, "tail_load": 0.5, "tail_s": tail.Seconds(), "arrivals": "poisson", "pool": "idle, fresh proxies"}, base, segs, w)}
+		return []variant{mk("spike", sizeParam(map[string]any{"load": 2.0, "burst_s": 1.0, "tail_load": 0.5, "tail_s": tail.Seconds(), "arrivals": "poisson", "pool": "idle, fresh proxies"}), sized, segs, sw)}
 	case "ramp":
 		step := dur / 4
 		if step < 2*time.Second {
@@ -201,13 +283,15 @@ func variants(name string, o *Options, capacity float64) []variant {
 	case "replicas":
 		var out []variant
 		for _, r := range []int{1, 4, 8} {
-			su := base
+			su := sized
 			su.Replicas = r
-			wk := w
+			wk := sw
 			wk.Replicas = r
-			out = append(out, mk(fmt.Sprintf("replicas_r%d", r), map[string]any{"load": 0.85, "replicas": r, "split": "client-side, request i to replica i mod R"}, su, steady(0.85), wk))
+			out = append(out, mk(fmt.Sprintf("replicas_r%d", r), sizeParam(map[string]any{"load": 0.85, "replicas": r, "split": "client-side, request i to replica i mod R"}), su, steady(0.85), wk))
 		}
 		return out
+	case "trace":
+		return traceVariants(o, dur)
 	}
 	return nil
 }
@@ -242,8 +326,20 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 	if err != nil {
 		return nil, err
 	}
+	o.serversSet = o.Servers > 0
 	if o.Servers <= 0 {
 		o.Servers = defaultServers
+	}
+	if o.Sizes == "" {
+		o.Sizes = SizesLognormal
+	}
+	if err := checkSizes(o.Sizes); err != nil {
+		return nil, err
+	}
+	if o.Sizes == SizesTrace || slices.Contains(names, "trace") {
+		if o.trace, err = LoadTrace(o.TraceFile); err != nil {
+			return nil, err
+		}
 	}
 	if o.Seeds <= 0 {
 		o.Seeds = 3
@@ -277,28 +373,61 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 	for i := range o.Seeds {
 		res.Seeds = append(res.Seeds, o.Seed+int64(i))
 	}
-	sim := baseSim()
+	sim := sizedSim(o.Sizes)
 	res.Fleet = FleetInfo{Servers: o.Servers, MaxNumSeqs: sim.MaxNumSeqs, TimeScale: sim.TimeScale}
 
 	loadScen := slices.DeleteFunc(slices.Clone(names), func(s string) bool { return s == "overhead" })
 	if len(loadScen) > 0 {
-		// Capacity first: closed-loop saturation of a fresh fleet.
+		var all []variant
+		for _, name := range loadScen {
+			for _, v := range variants(name, &o, 0) {
+				if len(o.Variants) == 0 || slices.Contains(o.Variants, v.name) {
+					all = append(all, v)
+				}
+			}
+		}
+		// Capacity first, for each size distribution the selected entries
+		// use: closed-loop saturation of a fresh fleet. The trace scenario
+		// replays at the trace's own rate and needs none.
 		warm, dur := 1*time.Second, 5*time.Second
 		if o.Quick {
 			warm, dur = 500*time.Millisecond, 3*time.Second
 		}
-		logf("measuring fleet capacity (%d servers x %d seats, closed loop, %v)...", o.Servers, sim.MaxNumSeqs, dur)
-		capReqs := baseWorkload(o.Servers).Build(make([]time.Duration, 2000), nil, uint64(o.Seed))
-		capacity, err := MeasureCapacity(ctx, Setup{Servers: o.Servers, Sim: sim}, capReqs, warm, dur)
-		if err != nil {
-			return nil, err
+		capacity := map[string]float64{}
+		for _, v := range all {
+			kind := sizesOf(v.name, &o)
+			if _, done := capacity[kind]; done || kind == "" {
+				continue
+			}
+			csim, cwork := baseSim(), baseWorkload(o.Servers)
+			if kind != SizesUniform {
+				csim, cwork = sizedSim(kind), sizedWorkload(&o, o.Servers)
+			}
+			logf("measuring fleet capacity, %s sizes (%d servers x %d seats, closed loop, %v)...", kind, o.Servers, csim.MaxNumSeqs, dur)
+			c, err := MeasureCapacity(ctx, Setup{Servers: o.Servers, Sim: csim}, cwork.Build(make([]time.Duration, 2000), nil, uint64(o.Seed)), warm, dur)
+			if err != nil {
+				return nil, err
+			}
+			capacity[kind] = c
+			logf("capacity (%s sizes): %.1f requests/s", kind, c)
 		}
-		res.Fleet.CapacityRPS = round3(capacity)
-		logf("capacity: %.1f requests/s", capacity)
-
-		var all []variant
+		res.Fleet.Sizes = o.Sizes
+		res.Fleet.CapacityBySizes = map[string]float64{}
+		for k, c := range capacity {
+			res.Fleet.CapacityBySizes[k] = round3(c)
+		}
+		if c, ok := capacity[o.Sizes]; ok {
+			res.Fleet.CapacityRPS = round3(c)
+		} else {
+			res.Fleet.CapacityRPS = round3(capacity[SizesUniform])
+		}
+		all = all[:0]
 		for _, name := range loadScen {
-			all = append(all, variants(name, &o, capacity)...)
+			for _, v := range variants(name, &o, capacity[sizesOf(name, &o)]) {
+				if len(o.Variants) == 0 || slices.Contains(o.Variants, v.name) {
+					all = append(all, v)
+				}
+			}
 		}
 		prog.AddRuns(len(all) * o.Seeds * len(strategies))
 		for _, v := range all {
@@ -401,4 +530,18 @@ func CurrentMachine() Machine {
 		}
 	}
 	return m
+}
+
+// sizesOf returns the size distribution whose capacity scenario (or one of
+// its entries) is measured against: o.Sizes for steady, spike and replicas,
+// uniform for the rest, "" for trace (no capacity needed).
+func sizesOf(name string, o *Options) string {
+	base, _, _ := strings.Cut(name, "_")
+	switch base {
+	case "steady", "spike", "replicas":
+		return o.Sizes
+	case "trace":
+		return ""
+	}
+	return SizesUniform
 }

@@ -15,18 +15,23 @@ import (
 
 // Outcome is what the client measured for one request.
 type Outcome struct {
-	Index   int
-	Sent    time.Duration // actual send time from the run's start
-	Lag     time.Duration // Sent - scheduled time
-	TTFT    time.Duration // to the first data frame carrying generated text
-	E2E     time.Duration // to the end of the stream ([DONE])
-	ITLs    []time.Duration
-	Tokens  int
-	Status  int
-	Err     string
-	Direct  bool
-	Replica int
-	Step    int
+	Index  int
+	Sent   time.Duration // actual send time from the run's start
+	Lag    time.Duration // Sent - scheduled time
+	TTFT   time.Duration // to the first data frame carrying generated text
+	E2E    time.Duration // to the end of the stream ([DONE])
+	ITLs   []time.Duration
+	Tokens int
+	// PromptTokens is the prompt length the server reported in the
+	// stream's usage frame (0 if it sent none).
+	PromptTokens int
+	// UsageTokens is the completion length the server reported there.
+	UsageTokens int
+	Status      int
+	Err         string
+	Direct      bool
+	Replica     int
+	Step        int
 }
 
 // OK reports whether the request succeeded: 200 and a complete stream.
@@ -56,6 +61,13 @@ type completionBody struct {
 	MaxTokens int    `json:"max_tokens"`
 	Stream    bool   `json:"stream"`
 	IgnoreEOS bool   `json:"ignore_eos"`
+	// StreamOptions asks for the final usage frame (prompt and completion
+	// token counts), as `vllm bench serve` does.
+	StreamOptions streamOptions `json:"stream_options"`
+}
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
 }
 
 // streamCompletion sends r as a streaming /v1/completions request to base and
@@ -63,7 +75,8 @@ type completionBody struct {
 // measured from just before the request is written to the arrival of the
 // first such frame.
 func streamCompletion(ctx context.Context, c *http.Client, base string, r *Req, o *Outcome) {
-	body, _ := json.Marshal(completionBody{Model: r.Model, Prompt: r.Prompt, MaxTokens: r.MaxTokens, Stream: true, IgnoreEOS: true})
+	body, _ := json.Marshal(completionBody{Model: r.Model, Prompt: r.Prompt, MaxTokens: r.MaxTokens, Stream: true, IgnoreEOS: true,
+		StreamOptions: streamOptions{IncludeUsage: true}})
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/completions", bytes.NewReader(body))
 	if err != nil {
 		o.Err = err.Error()
@@ -97,6 +110,9 @@ func streamCompletion(ctx context.Context, c *http.Client, base string, r *Req, 
 					done = true
 				case bytes.HasPrefix(data, []byte(`{"error"`)):
 					o.Err = "stream error: " + string(data)
+				case bytes.Contains(data, []byte(`"usage":{`)) && bytes.Contains(data, []byte(`"choices":[]`)):
+					o.PromptTokens = usageInt(data, `"prompt_tokens":`)
+					o.UsageTokens = usageInt(data, `"completion_tokens":`)
 				default:
 					n := textTokens(data)
 					if n > 0 {
@@ -148,6 +164,22 @@ func textTokens(data []byte) int {
 				n++
 			}
 		}
+	}
+	return n
+}
+
+// usageInt returns the integer after key in data, or 0.
+func usageInt(data []byte, key string) int {
+	i := bytes.Index(data, []byte(key))
+	if i < 0 {
+		return 0
+	}
+	n := 0
+	for _, c := range data[i+len(key):] {
+		if c < '0' || c > '9' {
+			break
+		}
+		n = n*10 + int(c-'0')
 	}
 	return n
 }

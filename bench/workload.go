@@ -15,9 +15,12 @@ type Req struct {
 	Model     string        // base model or a LoRA adapter
 	Prompt    string
 	MaxTokens int // exact output length (the request sets ignore_eos)
-	Direct    int // >= 0: sent straight to server Direct, bypassing the proxies
-	Replica   int // which proxy replica receives it
-	Step      int // ramp step (0 elsewhere)
+	// PromptTokens is the prompt's length in the simulator's tokenization
+	// when the workload draws sizes in tokens (0 for uniform sizes).
+	PromptTokens int
+	Direct       int // >= 0: sent straight to server Direct, bypassing the proxies
+	Replica      int // which proxy replica receives it
+	Step         int // ramp step (0 elsewhere)
 }
 
 // Workload describes how requests are drawn.
@@ -32,6 +35,31 @@ type Workload struct {
 	DirectShare  float64 // share of requests sent straight to a server
 	Servers      int
 	Replicas     int
+	// Sizes is how prompt and output lengths are drawn (SizesUniform or ""
+	// uses PromptChars and MaxTokens; SizesLognormal and SizesTrace draw
+	// token counts, the prompt then has exactly that many tokens).
+	Sizes string
+	// Pairs are the (prompt, output) rows SizesTrace draws from.
+	Pairs []TraceRow
+	// MaxModelLen, if > 0, caps prompt + output tokens (the simulator
+	// rejects longer requests); the output is shortened first.
+	MaxModelLen int
+}
+
+// drawTokens returns a prompt and an output length in tokens for the
+// token-based size distributions.
+func (w *Workload) drawTokens(rng *rand.Rand) (prompt, output int) {
+	if w.Sizes == SizesTrace && len(w.Pairs) > 0 {
+		r := w.Pairs[rng.IntN(len(w.Pairs))]
+		prompt, output = r.Prompt, r.Output
+	} else {
+		prompt, output = CodePromptTokens.Draw(rng), CodeOutputTokens.Draw(rng)
+	}
+	if w.MaxModelLen > 0 && prompt+output > w.MaxModelLen {
+		output = max(w.MaxModelLen-prompt, 1)
+		prompt = min(prompt, w.MaxModelLen-output)
+	}
+	return prompt, output
 }
 
 // words for prompts: fixed, so a seed fixes the bytes.
@@ -80,17 +108,39 @@ func (w Workload) Build(arrivals []time.Duration, steps []int, seed uint64) []Re
 				r.Model = w.Adapters[rng.IntN(len(w.Adapters))]
 			}
 		}
-		user := "Request " + strconv.Itoa(i) + ": " + randText(rng, uniform(rng, w.PromptChars))
+		var user string
+		if w.Sizes == SizesLognormal || w.Sizes == SizesTrace {
+			r.PromptTokens, r.MaxTokens = w.drawTokens(rng)
+			user = tokenText(rng, i, r.PromptTokens)
+		} else {
+			user = "Request " + strconv.Itoa(i) + ": " + randText(rng, uniform(rng, w.PromptChars))
+			r.MaxTokens = uniform(rng, w.MaxTokens)
+		}
 		if len(systems) > 0 {
 			r.Prompt = systems[rng.IntN(len(systems))] + "\nUser: " + user
+			r.PromptTokens = 0 // no longer exact
 		} else {
 			r.Prompt = user
 		}
-		r.MaxTokens = uniform(rng, w.MaxTokens)
 		if w.DirectShare > 0 && rng.Float64() < w.DirectShare && w.Servers > 0 {
 			r.Direct = rng.IntN(w.Servers)
 		}
 		out[i] = r
+	}
+	return out
+}
+
+// TraceRequests turns trace rows into the request sequence of a replay:
+// row i is sent at its (already rebased and scaled) arrival time to replica
+// i mod replicas, with a prompt of exactly Prompt tokens (unique text, drawn
+// from seed) and max_tokens = Output (the client sets ignore_eos).
+func TraceRequests(rows []TraceRow, model string, replicas int, seed uint64) []Req {
+	rng := rand.New(rand.NewPCG(seed, 0x74726163))
+	replicas = max(replicas, 1)
+	out := make([]Req, len(rows))
+	for i, row := range rows {
+		out[i] = Req{At: row.At, Model: model, Prompt: tokenText(rng, i, row.Prompt), PromptTokens: row.Prompt,
+			MaxTokens: row.Output, Direct: -1, Replica: i % replicas}
 	}
 	return out
 }

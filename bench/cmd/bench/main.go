@@ -3,6 +3,7 @@
 // load generator, and the baselines, side by side. See bench/README.md.
 //
 //	go run ./bench/cmd/bench [-scenario NAME|all] [-quick] [-out DIR] [-seed N]
+//	go run ./bench/cmd/bench -scenario trace -trace FILE [-trace-offset D] [-trace-speed X]
 package main
 
 import (
@@ -30,13 +31,22 @@ func main() {
 	strategies := fs.String("strategies", "", "comma-separated subset of strategies (default all)")
 	servers := fs.Int("servers", 0, "simulated servers (default 8)")
 	burst := fs.Float64("burstiness", 1, "gamma shape of arrival gaps: 1 = Poisson, < 1 = burstier (as vllm bench serve)")
+	sizes := fs.String("sizes", bench.SizesLognormal, "request sizes of steady, spike and replicas: "+strings.Join(bench.SizeKinds, ", ")+" (lognormal: fitted to the Azure code trace; trace: pairs drawn from -trace)")
+	trace := fs.String("trace", "", "trace in the Azure schema (TIMESTAMP,ContextTokens,GeneratedTokens) for -scenario trace and -sizes trace (default: the committed slice bench/testdata/azure_code_2023_slice.csv)")
+	traceOffset := fs.Duration("trace-offset", 0, "trace time at which the first seed's replay window starts")
+	traceSpeed := fs.Float64("trace-speed", bench.DefaultTraceSpeed, "replay speed: the trace's arrival times are divided by it")
+	variants := fs.String("variants", "", "comma-separated scenario entries to run, e.g. trace_hetero_r1,steady_80 (default all of the selected scenarios)")
 	noProgress := fs.Bool("no-progress", false, "no progress bar on stderr")
 	_ = fs.Parse(os.Args[1:])
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	o := bench.Options{Scenario: *scenario, Quick: *quick, Out: *out, Seed: *seed, Seeds: *seeds,
-		Duration: *dur, Servers: *servers, Burstiness: *burst, Progress: os.Stderr, Log: os.Stderr}
+		Duration: *dur, Servers: *servers, Burstiness: *burst, Progress: os.Stderr, Log: os.Stderr,
+		Sizes: *sizes, TraceFile: *trace, TraceOffset: *traceOffset, TraceSpeed: *traceSpeed}
+	if *variants != "" {
+		o.Variants = strings.Split(*variants, ",")
+	}
 	if *noProgress {
 		o.Progress = nil
 	}
