@@ -60,3 +60,16 @@ func TestHedgeEstimatorConcurrent(t *testing.T) {
 		t.Errorf("HedgeAfter = %v", e.HedgeAfter())
 	}
 }
+
+func TestExportedHedgeEstimator(t *testing.T) {
+	h := NewHedgeEstimator(4 * time.Millisecond)
+	if got := h.HedgeAfter(); got != 2*time.Millisecond {
+		t.Fatalf("cold start HedgeAfter = %v, want half the deadline", got)
+	}
+	for range hedgeRing {
+		h.Observe(time.Millisecond)
+	}
+	if got := h.HedgeAfter(); got != time.Millisecond {
+		t.Fatalf("HedgeAfter after 1ms round trips = %v, want 1ms", got)
+	}
+}

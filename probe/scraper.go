@@ -208,12 +208,7 @@ func (sc *Scraper) loop(ctx context.Context, s *State) {
 		if sc.cfg.Adaptive {
 			now, disp := time.Now(), s.Dispatched()
 			if el := now.Sub(lastT).Seconds(); el > 0 {
-				r := float64(disp-lastDisp) / el
-				if rate < 0 {
-					rate = r
-				} else {
-					rate = (rate + r) / 2
-				}
+				rate = UpdateRate(rate, float64(disp-lastDisp)/el)
 			}
 			lastT, lastDisp = now, disp
 			interval = sc.cfg.nextInterval(interval, max(rate, 0))

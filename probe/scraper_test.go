@@ -251,3 +251,22 @@ func TestScraperLoopback(t *testing.T) {
 		t.Fatalf("latest = %+v", l)
 	}
 }
+
+func TestUpdateRate(t *testing.T) {
+	tests := []struct {
+		name    string
+		prev, r float64
+		want    float64
+	}{
+		{"first period takes the rate", -1, 40, 40},
+		{"later periods average with weight one half", 40, 20, 30},
+		{"an idle period halves the average", 30, 0, 15},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := UpdateRate(tt.prev, tt.r); got != tt.want {
+				t.Errorf("UpdateRate(%v, %v) = %v, want %v", tt.prev, tt.r, got, tt.want)
+			}
+		})
+	}
+}

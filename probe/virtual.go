@@ -1,0 +1,43 @@
+package probe
+
+import "time"
+
+// This file exports, unchanged, the pieces of the scraper's and the prober's
+// logic that a virtual-time simulator (bench/fleetsim) drives without
+// goroutines or timers: the adaptive scrape rule and the auto hedge
+// estimator. The production loops call the unexported forms directly.
+
+// NextInterval is the adaptive scrape rule of the Scraper (see
+// nextInterval): the next interval after cur when the dispatch rate to the
+// backend, averaged as the Scraper averages it (UpdateRate), is rate
+// requests/s. c should come from ScrapeConfigFrom (defaults applied).
+func (c ScrapeConfig) NextInterval(cur time.Duration, rate float64) time.Duration {
+	return c.nextInterval(cur, max(rate, 0))
+}
+
+// UpdateRate is the Scraper's average of the dispatch rate: the rate r
+// measured over the last scrape period, averaged with weight 1/2 into the
+// previous average prev (negative before the first period).
+func UpdateRate(prev, r float64) float64 {
+	if prev < 0 {
+		return r
+	}
+	return (prev + r) / 2
+}
+
+// HedgeEstimator is the Prober's auto hedge_after estimator (see
+// hedgeEstimator): the p95 of recent probe round trips, clamped to
+// [200µs, deadline], half the deadline until enough samples. It is safe for
+// concurrent use.
+type HedgeEstimator struct{ e *hedgeEstimator }
+
+// NewHedgeEstimator returns the estimator of a Prober with this deadline.
+func NewHedgeEstimator(deadline time.Duration) *HedgeEstimator {
+	return &HedgeEstimator{e: newHedgeEstimator(deadline)}
+}
+
+// Observe records the round trip of a probe that answered.
+func (h *HedgeEstimator) Observe(rtt time.Duration) { h.e.Observe(rtt) }
+
+// HedgeAfter returns the current estimate.
+func (h *HedgeEstimator) HedgeAfter() time.Duration { return h.e.HedgeAfter() }
