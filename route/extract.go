@@ -26,7 +26,23 @@ type RequestInfo struct {
 	// route.prefix.block_chars characters, in order; NBlocks are valid.
 	Blocks  [maxPrefixBlocks]uint64
 	NBlocks int
+	// PromptTokens estimates the prompt's length in tokens: the number of
+	// token ids of a token-id prompt, else its text (the prompt string(s),
+	// or the chat messages' roles and text) at charsPerToken bytes a token,
+	// rounded up. All prompts of a batch count. 0 when there is none.
+	PromptTokens int
+	// MaxTokens is the request's max_tokens (or max_completion_tokens),
+	// 0 when absent or not a positive integer.
+	MaxTokens int
+	// IgnoreEOS is the request's ignore_eos flag (vLLM's extension): the
+	// output is then exactly MaxTokens long.
+	IgnoreEOS bool
 }
+
+// charsPerToken is the text-to-token ratio PromptTokens assumes: about 4
+// bytes a token for English text and code with Llama-3-class tokenizers,
+// and exactly the ratio of internal/vllmsim.
+const charsPerToken = 4
 
 // extractor holds the per-request scratch space of Extract. Reuse one per
 // request through a sync.Pool; it is not safe for concurrent use.
@@ -64,6 +80,13 @@ func (e *extractor) Extract(body []byte, blockChars, maxBlocks int, info *Reques
 	if s := o.Get("stream"); s != nil && s.Type() == fastjson.TypeTrue {
 		info.Stream = true
 	}
+	info.MaxTokens = positiveInt(o.Get("max_tokens"))
+	if info.MaxTokens == 0 {
+		info.MaxTokens = positiveInt(o.Get("max_completion_tokens"))
+	}
+	if s := o.Get("ignore_eos"); s != nil && s.Type() == fastjson.TypeTrue {
+		info.IgnoreEOS = true
+	}
 	if maxBlocks > maxPrefixBlocks {
 		maxBlocks = maxPrefixBlocks
 	}
@@ -71,19 +94,23 @@ func (e *extractor) Extract(body []byte, blockChars, maxBlocks int, info *Reques
 	e.text = e.text[:0]
 	if msgs := o.Get("messages"); msgs != nil && msgs.Type() == fastjson.TypeArray {
 		arr, _ := msgs.Array()
+		chars := 0
 		for _, m := range arr {
-			if len(e.text) >= limit {
-				break
+			chars += messageChars(m)
+			if len(e.text) < limit {
+				e.text = appendMessageText(e.text, m)
 			}
-			e.text = appendMessageText(e.text, m)
 		}
+		info.PromptTokens = (chars + charsPerToken - 1) / charsPerToken
 	} else if p := o.Get("prompt"); p != nil {
 		if p.Type() == fastjson.TypeString {
 			b, _ := p.StringBytes()
 			e.text = append(e.text, b...)
+			info.PromptTokens = (len(b) + charsPerToken - 1) / charsPerToken
 		} else {
 			// Token ids or lists: their JSON text is a deterministic key.
 			e.text = p.MarshalTo(e.text)
+			info.PromptTokens = promptArrayTokens(p)
 		}
 	}
 	if len(e.text) > limit {
@@ -147,6 +174,70 @@ func hashBlocks(text []byte, blockChars int, seed uint64, out []uint64) int {
 		}
 		out[n] = prev
 		n++
+	}
+	return n
+}
+
+// positiveInt returns v as an int when it is a positive integer, else 0.
+func positiveInt(v *fastjson.Value) int {
+	if v == nil || v.Type() != fastjson.TypeNumber {
+		return 0
+	}
+	n, err := v.Int()
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
+}
+
+// messageChars is the length of one chat message as appendMessageText
+// renders it (role, separator, text, newline), without copying.
+func messageChars(m *fastjson.Value) int {
+	n := 2
+	if role := m.Get("role"); role != nil && role.Type() == fastjson.TypeString {
+		b, _ := role.StringBytes()
+		n += len(b)
+	}
+	c := m.Get("content")
+	if c == nil {
+		return n
+	}
+	switch c.Type() {
+	case fastjson.TypeString:
+		b, _ := c.StringBytes()
+		n += len(b)
+	case fastjson.TypeArray:
+		parts, _ := c.Array()
+		for _, part := range parts {
+			if t := part.Get("text"); t != nil && t.Type() == fastjson.TypeString {
+				b, _ := t.StringBytes()
+				n += len(b)
+			}
+		}
+	}
+	return n
+}
+
+// promptArrayTokens estimates the tokens of a non-string prompt: a list of
+// token ids counts one token per id; a batch (a list of strings or of
+// token-id lists) counts all of its prompts.
+func promptArrayTokens(p *fastjson.Value) int {
+	arr, err := p.Array()
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, it := range arr {
+		switch it.Type() {
+		case fastjson.TypeNumber:
+			n++
+		case fastjson.TypeString:
+			b, _ := it.StringBytes()
+			n += (len(b) + charsPerToken - 1) / charsPerToken
+		case fastjson.TypeArray:
+			ids, _ := it.Array()
+			n += len(ids)
+		}
 	}
 	return n
 }

@@ -40,6 +40,41 @@ func TestExtract(t *testing.T) {
 	}
 }
 
+// TestExtractSizes checks the prompt-token estimate and the output bounds
+// the token-aware load counts: ids count one each, text 4 bytes a token
+// (rounded up) over the whole prompt, not only its hashed prefix.
+func TestExtractSizes(t *testing.T) {
+	huge := strings.Repeat("abcd", 5000) // 20,000 bytes: beyond the 64 hashed blocks
+	cases := []struct {
+		name      string
+		body      string
+		tokens    int
+		maxTokens int
+		ignoreEOS bool
+	}{
+		{"string prompt, whole length", `{"prompt":"` + huge + `","max_tokens":7,"ignore_eos":true}`, 5000, 7, true},
+		{"rounded up", `{"prompt":"abcde"}`, 2, 0, false},
+		{"token ids", `{"prompt":[1,2,3,4,5],"max_tokens":3}`, 5, 3, false},
+		{"batch of strings and ids", `{"prompt":["abcdefgh",[1,2,3]]}`, 5, 0, false},
+		{"chat: role, separators and text of every message", `{"messages":[{"role":"user","content":"` + huge + `"},{"role":"assistant","content":[{"type":"text","text":"abcd"}]}],"max_completion_tokens":9}`,
+			(4 + 2 + 20000 + 9 + 2 + 4 + 3) / 4, 9, false},
+		{"max_tokens wins over max_completion_tokens", `{"prompt":"x","max_tokens":5,"max_completion_tokens":9}`, 1, 5, false},
+		{"bad max_tokens ignored", `{"prompt":"x","max_tokens":-3,"ignore_eos":"yes"}`, 1, 0, false},
+		{"float max_tokens ignored", `{"prompt":"x","max_tokens":2.5}`, 1, 0, false},
+		{"no prompt", `{"model":"m"}`, 0, 0, false},
+	}
+	var e extractor
+	var info RequestInfo
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e.Extract([]byte(c.body), 256, 64, &info)
+			if info.PromptTokens != c.tokens || info.MaxTokens != c.maxTokens || info.IgnoreEOS != c.ignoreEOS {
+				t.Fatalf("got tokens=%d max=%d ignore_eos=%v; want %d %d %v", info.PromptTokens, info.MaxTokens, info.IgnoreEOS, c.tokens, c.maxTokens, c.ignoreEOS)
+			}
+		})
+	}
+}
+
 func TestExtractPrefixChainsAndSalts(t *testing.T) {
 	var e extractor
 	var a, b, c, d RequestInfo
