@@ -24,7 +24,7 @@ type rawBackend struct {
 	mu    sync.Mutex
 	conns []*bytes.Buffer // every byte received, one buffer per connection
 	open  map[net.Conn]bool
-	heads [][]byte        // request heads in arrival order
+	heads [][]byte // request heads in arrival order
 	wg    sync.WaitGroup
 }
 

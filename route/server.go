@@ -26,13 +26,13 @@ func (p *Proxy) newServer(cfg *config.Config) *fasthttp.Server {
 		hdr = 64 << 10
 	}
 	return &fasthttp.Server{
-		Name:                          "probegate",
-		Handler:                       p.Handle,
-		ErrorHandler:                  p.handleParseError,
-		ReadTimeout:                   cfg.Server.ReadTimeout.D(),
-		IdleTimeout:                   90 * time.Second,
-		MaxRequestBodySize:            int(maxBody),
-		ReadBufferSize:                hdr,
+		Name:               "probegate",
+		Handler:            p.Handle,
+		ErrorHandler:       p.handleParseError,
+		ReadTimeout:        cfg.Server.ReadTimeout.D(),
+		IdleTimeout:        90 * time.Second,
+		MaxRequestBodySize: int(maxBody),
+		ReadBufferSize:     hdr,
 		// Header names are parsed into canonical form, so that every
 		// lookup and deletion of the proxy matches any case (RFC 9110
 		// section 5.1); see hdrRequestID.

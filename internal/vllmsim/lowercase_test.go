@@ -84,4 +84,3 @@ func TestLowercaseHeaderNamesOnTheWire(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
-
