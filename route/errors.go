@@ -30,6 +30,11 @@ var (
 	// ErrNotSent means the request never reached the backend (dial refused,
 	// breaker open), so it may safely be re-picked on another backend.
 	ErrNotSent = errors.New("request not sent")
+
+	// errSwitchingProtocols: the backend answered 101 (or another 1xx as
+	// its final answer) though the proxy forwards no Upgrade: no tunnel is
+	// opened and the client gets a 502.
+	errSwitchingProtocols = errors.New("upstream answered 1xx as final response: no tunnel is opened")
 )
 
 // statusFor maps a classified error to the HTTP status the client gets.

@@ -183,3 +183,16 @@ func rawDo(t testing.TB, addr, req string) rawResponse {
 	head, _, _ := strings.Cut(raw.String(), "\r\n\r\n")
 	return rawResponse{status: resp.StatusCode, head: head, body: string(b)}
 }
+
+// connLogs returns the bytes received on each connection.
+func (u *rawBackend) connLogs() [][]byte {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	var ls [][]byte
+	for _, b := range u.conns {
+		ls = append(ls, append([]byte(nil), b.Bytes()...))
+	}
+	return ls
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

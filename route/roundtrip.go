@@ -57,6 +57,15 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *runtime, rc *reqCtx, b *Ba
 		}
 	}
 	status := resp.StatusCode()
+	if status < 200 {
+		// fasthttp consumes interim answers itself and returns only a 101:
+		// a tunnel the proxy never asked for (it strips Upgrade). Its
+		// socket is already closed (guardedConn); the client gets an error.
+		fasthttp.ReleaseResponse(resp)
+		b.state.Finish()
+		done(breaker.Failure)
+		return errors.Join(ErrUpstream, errSwitchingProtocols)
+	}
 	if rt.orca {
 		if v := resp.Header.Peek(hdrORCA); len(v) > 0 {
 			if l, ok := probe.ParseORCA(v, p.now()); ok {

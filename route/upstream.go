@@ -76,6 +76,10 @@ func newHostClient(addr string, tls bool, up config.Upstream) *fasthttp.HostClie
 			if err != nil {
 				return nil, err
 			}
+			if !tls {
+				// Never reuse a socket with unread bytes or a tunnel.
+				c = newGuardedConn(c, func() (net.Conn, error) { return dialer.Dial("tcp", a) })
+			}
 			return &deadlineConn{Conn: c, firstByte: firstByte, idle: idle}, nil
 		},
 		MaxConns:                      up.MaxConnsPerBackend,
