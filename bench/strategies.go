@@ -53,7 +53,9 @@ func isProbe(s string) bool { return strings.HasPrefix(s, Probe) }
 //     QPS this proxy sends each backend, 50 ms .. 5 s);
 //   - probe: the default configuration (d=2, 5 ms deadline, 1 hedge);
 //   - probe_nohedge: probe with probe.hedges 0;
-//   - oracle: the simulator's true state at decision time, all servers.
+//   - oracle, oracle_jsq: cached (or cached on queue alone) over views of
+//     the simulator's true state at decision time (see UsesOracle), all
+//     servers.
 func StrategyConfig(s string, urls []string) (*config.Config, error) {
 	cfg := config.Default()
 	cfg.Backends.Static = append([]string(nil), urls...)
@@ -92,11 +94,12 @@ func StrategyConfig(s string, urls []string) (*config.Config, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("strategy %s: %w", s, err)
 	}
-	if s == Oracle || s == "oracle_jsq" {
-		cfg.Route.Policy = "oracle" // validated as cached: config.yaml does not accept oracle
-	}
 	return cfg, nil
 }
+
+// UsesOracle reports whether strategy s decides on the simulator's true
+// state (OracleViews) rather than on reports.
+func UsesOracle(s string) bool { return s == Oracle || s == "oracle_jsq" }
 
 // ProxyInstance is one running probegate in front of a fleet.
 type ProxyInstance struct {
@@ -114,8 +117,8 @@ func StartProxy(s string, fleet *vllmsim.Fleet) (*ProxyInstance, error) {
 		return nil, err
 	}
 	opts := route.Options{Config: cfg, Registerer: prometheus.NewRegistry()}
-	if cfg.Route.Policy == "oracle" {
-		opts.Oracle = OracleFor(fleet)
+	if UsesOracle(s) {
+		opts.Views = OracleViews(fleet)
 	}
 	p, err := route.New(opts)
 	if err != nil {
@@ -142,24 +145,31 @@ func (pi *ProxyInstance) Stop() {
 	}
 }
 
-// OracleFor returns the oracle for fleet: each server's true state, read
-// from the simulator at the instant of the decision.
-func OracleFor(fleet *vllmsim.Fleet) func(addr string) (probe.Load, bool) {
-	byAddr := map[string]*vllmsim.Server{}
+// OracleViews returns the oracle for fleet: a route.ViewSource giving each
+// server's true state, read from the simulator at the instant of the
+// decision. A backend that is not in fleet gets the proxy's local in-flight
+// count alone.
+func OracleViews(fleet *vllmsim.Fleet) route.ViewSource {
+	o := oracleViews{byAddr: map[string]*vllmsim.Server{}}
 	for _, s := range fleet.Servers() {
-		byAddr[s.Addr()] = s
+		o.byAddr[s.Addr()] = s
 	}
-	return func(addr string) (probe.Load, bool) {
-		s, ok := byAddr[addr]
-		if !ok {
-			return probe.Load{}, false
-		}
-		st := s.State()
-		return probe.Load{
-			Running: st.Running, Waiting: st.Waiting, KVUse: st.KVUse, ServerLoad: st.ServerLoad,
-			MaxLoRA: s.Config().MaxLoRAs, RunningLoRAs: st.RunningLoRAs, WaitingLoRAs: st.WaitingLoRAs,
-			At: time.Now(), Source: probe.SourceOracle,
-		}, true
+	return o
+}
+
+type oracleViews struct{ byAddr map[string]*vllmsim.Server }
+
+// View implements route.ViewSource.
+func (o oracleViews) View(b *route.Backend, now time.Time, _ time.Duration) probe.View {
+	s, ok := o.byAddr[b.Addr()]
+	if !ok {
+		return b.State().View(now, 0)
+	}
+	st := s.State()
+	return probe.View{
+		Queue: float64(st.Running + st.Waiting), Waiting: st.Waiting, KVUse: st.KVUse,
+		MaxLoRA: s.Config().MaxLoRAs, RunningLoRAs: st.RunningLoRAs, WaitingLoRAs: st.WaitingLoRAs,
+		Source: probe.SourceOracle, Inflight: b.State().Inflight(),
 	}
 }
 

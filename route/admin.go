@@ -73,8 +73,8 @@ type ViewInfo struct {
 // DebugBackends returns the state of every backend in the pool.
 func (p *Proxy) DebugBackends() []BackendInfo {
 	now := p.now()
-	rt := p.rt.Load()
-	pool := p.pool.Load()
+	snap := p.snap.Load()
+	pool := snap.pool
 	out := make([]BackendInfo, 0, len(pool.backends))
 	for _, b := range pool.backends {
 		bi := BackendInfo{
@@ -92,7 +92,7 @@ func (p *Proxy) DebugBackends() []BackendInfo {
 				MaxLoRA: l.MaxLoRA, RunningLoRAs: l.RunningLoRAs, WaitingLoRAs: l.WaitingLoRAs,
 			}
 		}
-		v := b.state.View(now, rt.staleAfter)
+		v := b.state.View(now, snap.set.pc.StaleAfter)
 		bi.View = ViewInfo{Source: v.Source.String(), Queue: v.Queue, Correction: v.Correction}
 		if d := b.state.ScrapeInterval(); d > 0 {
 			bi.ScrapeInterval = d.Round(time.Millisecond).String()

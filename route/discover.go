@@ -58,7 +58,7 @@ func (p *Proxy) startDiscoveryLocked(cfg *config.Config) error {
 			return
 		}
 		p.disc.targets = ts
-		p.setBackendsLocked(p.rt.Load().cfg, ts)
+		p.setBackendsLocked(p.snap.Load().set.cfg, ts)
 	}
 	initial, stop, err := p.discover(cfg.Backends.Kubernetes, p.log, publish)
 	if err != nil {

@@ -73,7 +73,7 @@ func (p *Proxy) resolveLocked(ctx context.Context, cfg *config.Config, host, por
 	}
 	p.dnsAddrs = addrs
 	p.log.Info().Str("dns", host).Strs("backends", addrs).Msg("backends.dns resolved")
-	p.setBackendsLocked(p.rt.Load().cfg, dnsTargets(cfg.Backends.DNS, addrs))
+	p.setBackendsLocked(p.snap.Load().set.cfg, dnsTargets(cfg.Backends.DNS, addrs))
 	return true
 }
 

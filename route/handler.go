@@ -9,37 +9,23 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/probegate/probegate/breaker"
-	"github.com/probegate/probegate/probe"
 )
 
 // reqCtx is the per-request scratch space of the handler, pooled so that a
 // request allocates nothing for routing.
 type reqCtx struct {
-	ex          extractor
-	info        RequestInfo
-	sample      [2*maxD + 1]*Backend
-	spare       [maxD]*Backend
-	excl        []*Backend
-	all         []*Backend
-	cands       []Candidate
-	views       []probe.View
-	states      []*probe.State
-	spareStates []*probe.State
-	tried       [maxRetries + 1]*Backend
-	memo        [memoryScan]*Backend
-	memoCands   [memoryScan]Candidate
-	id          []byte
-	xff         []byte
+	ex    extractor
+	info  RequestInfo
+	pick  Scratch
+	tried [maxRetries + 1]*Backend
+	id    []byte
+	xff   []byte
 }
 
 func newReqCtx() *reqCtx {
-	return &reqCtx{
-		excl:        make([]*Backend, 0, 2*maxD),
-		cands:       make([]Candidate, 0, 2*maxD),
-		views:       make([]probe.View, 0, 2*maxD),
-		states:      make([]*probe.State, 0, maxD),
-		spareStates: make([]*probe.State, 0, maxD),
-	}
+	rc := &reqCtx{}
+	rc.pick.init()
+	return rc
 }
 
 // accounting is what is known of one forwarded request when it settles.
@@ -51,7 +37,7 @@ type accounting struct {
 	bytes     int64
 	outcome   breaker.Outcome
 	err       error
-	dec       decision
+	dec       Decision
 	id        string
 	attempt   int
 	// idReplaced: the client's X-Request-Id was unusable (too long, not
@@ -68,7 +54,8 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 			p.inflight.Add(-1)
 		}
 	}()
-	rt := p.rt.Load()
+	snap := p.snap.Load()
+	rt := snap.set
 	rc := p.rcPool.Get().(*reqCtx)
 	defer p.rcPool.Put(rc)
 
@@ -122,7 +109,6 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 		req.Header.Set(hdrORCAFormat, "TEXT")
 	}
 
-	pool := p.pool.Load()
 	var lastErr error
 	var last *Backend
 	for attempt := 0; attempt <= rt.retries; attempt++ {
@@ -131,7 +117,7 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 		// Never hand the RequestCtx to the prober as a context.Context:
 		// contexts derived from it may outlive the handler, and fasthttp
 		// recycles it. Probes are bounded by probe.deadline on their own.
-		b, dec, err := p.pick(context.Background(), rc, rt, pool, tried)
+		b, dec, err := snap.picker.Pick(context.Background(), &rc.info, tried, &rc.pick)
 		p.metrics.decideTime.Observe(p.now().Sub(t0).Seconds())
 		if err != nil {
 			if lastErr == nil || !errors.Is(err, ErrNoBackend) {
@@ -199,7 +185,7 @@ func (p *Proxy) accessLog(ctx *fasthttp.RequestCtx, b *Backend, a *accounting) {
 	ev = ev.Str("request_id", a.id).Int("status", a.code).Int64("bytes", a.bytes).
 		Float64("first_byte_ms", float64(a.firstByte.Microseconds())/1e3).Float64("total_ms", float64(p.now().Sub(a.start).Microseconds())/1e3)
 	if b != nil {
-		ev = ev.Str("backend", b.addr).Str("source", a.dec.source.String())
+		ev = ev.Str("backend", b.addr).Str("source", a.dec.Source.String())
 	}
 	if a.attempt > 0 {
 		ev = ev.Int("attempt", a.attempt)

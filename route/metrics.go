@@ -139,12 +139,12 @@ func (m *Metrics) codeName(code int) string {
 }
 
 // decided counts one routing decision.
-func (m *Metrics) decided(d decision) {
-	if int(d.source) < len(m.decisions) {
-		m.decisions[d.source].Inc()
+func (m *Metrics) decided(d Decision) {
+	if int(d.Source) < len(m.decisions) {
+		m.decisions[d.Source].Inc()
 	}
-	if d.source != probe.SourceLocal && d.source != probe.SourceNone {
-		m.stateAge.Observe(d.age.Seconds())
+	if d.Source != probe.SourceLocal && d.Source != probe.SourceNone {
+		m.stateAge.Observe(d.Age.Seconds())
 	}
 }
 
@@ -186,11 +186,11 @@ func (c *poolCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
-	pool := c.p.pool.Load()
-	if pool == nil {
-		return
+	snap := c.p.snap.Load()
+	if snap == nil {
+		return // gathered before New published the first pool
 	}
-	for _, b := range pool.backends {
+	for _, b := range snap.pool.backends {
 		ch <- prometheus.MustNewConstMetric(inflightDesc, prometheus.GaugeValue, float64(b.state.Inflight()), b.addr)
 		st := b.brk.State()
 		ch <- prometheus.MustNewConstMetric(breakerDesc, prometheus.GaugeValue, float64(breakerValue(st)), b.addr)

@@ -1,162 +1,203 @@
 package route
 
-// Candidate is the value the pickers decide on: one sampled backend's view,
-// already reduced to numbers. Pickers are pure functions over candidates:
-// no I/O, no clock, no allocation.
-type Candidate struct {
-	// Index identifies the backend to the caller (an index into its slice).
-	Index int
-	// Queue is the backend's (corrected) queue: running + waiting, or this
-	// proxy's in-flight count when nothing fresher is known.
-	Queue float64
-	// KVUse is the KV-cache use in 0..1, or negative when unknown.
-	KVUse float64
-	// Prefix is the share of the request's prefix blocks believed cached
-	// there, 0..1.
-	Prefix float64
-	// LoRA is the LoRA affinity score, 0..1 (0.5 is neutral).
-	LoRA float64
-	// Saturated is set when the backend reported more waiting requests or
-	// KV use than route.saturation allows.
-	Saturated bool
-	// Known is false when the view is this proxy's local count alone.
-	Known bool
-}
+import (
+	"context"
+	"fmt"
+	"time"
 
-// Weights are the scorer weights of route.weights.
-type Weights struct {
-	Queue, KVCache, Prefix, LoRA float64
-}
+	"github.com/probegate/probegate/internal/config"
+	"github.com/probegate/probegate/probe"
+)
 
-// mix64 is a SplitMix64 step: it turns one random value into a sequence for
-// tie-breaking without touching shared state.
-func mix64(x *uint64) uint64 {
-	*x += 0x9E3779B97F4A7C15
-	z := *x
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EB
-	return z ^ (z >> 31)
-}
-
-// PickLeast returns the position in c of the candidate with the smallest
-// Queue, breaking ties uniformly at random with r. It returns -1 for an
-// empty slice. This is power-of-d on queue length when c holds d samples.
-func PickLeast(c []Candidate, r uint64) int {
-	best, ties := -1, 0
-	for i := range c {
-		switch {
-		case best < 0 || c[i].Queue < c[best].Queue:
-			best, ties = i, 1
-		case c[i].Queue == c[best].Queue:
-			ties++
-			if mix64(&r)%uint64(ties) == 0 {
-				best = i
-			}
-		}
-	}
-	return best
-}
-
-// Score returns candidate i's weighted score in [0, sum of weights]:
+// A Picker chooses the backend of one attempt. There is one Picker type per
+// route.policy, each in its own file (pick_*.go), registered in the policies
+// table below.
 //
-//	queue:  (maxQ - q) / (maxQ - minQ) over the candidates, 1 when all equal
-//	kv:     1 - KVUse, 0.5 when unknown
-//	prefix: the matched share of prefix blocks
-//	lora:   the LoRA score (1 loaded, 0.5 free slot or neutral, 0 full)
-//
-// minQ and maxQ are the smallest and largest Queue among the candidates.
-// The queue scorer is normalised across candidates as EPP's is, so its
-// weight means the same with d=2 as with 64 candidates.
-func Score(c *Candidate, w *Weights, minQ, maxQ float64) float64 {
-	qs := 1.0
-	if maxQ > minQ {
-		qs = (maxQ - c.Queue) / (maxQ - minQ)
-	}
-	kv := 0.5
-	if c.KVUse >= 0 {
-		kv = 1 - c.KVUse
-		if kv < 0 {
-			kv = 0
-		}
-	}
-	return w.Queue*qs + w.KVCache*kv + w.Prefix*c.Prefix + w.LoRA*c.LoRA
+// Contract:
+//   - A Picker is immutable once built: NewPicker captures the pool snapshot,
+//     the reloadable settings (PickerConfig) and the dependencies (Deps). The
+//     proxy builds a new Picker whenever the pool or the configuration
+//     changes and publishes it together with that pool in one atomic swap,
+//     so a request always picks over the pool its Picker was built for.
+//   - State that must outlive a Picker lives on long-lived structs: the
+//     round-robin cursor and the learned adapter set on Memory; the prefix
+//     table, LoRA memory and load state (probe.State) on each Backend.
+//   - Pick is a function of the pool snapshot, the per-backend views
+//     (Deps.Views), the request (RequestInfo), Deps.Rand and Deps.Now. It
+//     holds no *Proxy, does no I/O except through Deps.Prober, takes no lock
+//     and does not allocate: all scratch space is in s.
+//   - Pick never returns a backend that is in exclude or not Eligible. It
+//     returns ErrNoBackend when nothing is eligible, and ErrSaturated when
+//     shedding is on and every candidate is known to be saturated.
+//   - Pick is safe for concurrent use with distinct Scratch values.
+type Picker interface {
+	Pick(ctx context.Context, info *RequestInfo, exclude []*Backend, s *Scratch) (*Backend, Decision, error)
 }
 
-// PickBest returns the position in c of the best candidate: saturated
-// candidates are dropped unless all are saturated; the highest Score wins,
-// ties broken uniformly at random with r; -1 for an empty slice. The
-// second result reports whether every candidate was saturated and known,
-// which is when a proxy configured to shed answers 429 (never when the
-// state is unknown).
-func PickBest(c []Candidate, w *Weights, r uint64) (int, bool) {
-	if len(c) == 0 {
-		return -1, false
-	}
-	allSat, allKnownSat := true, true
-	for i := range c {
-		if !c[i].Saturated {
-			allSat, allKnownSat = false, false
-			break
-		}
-		if !c[i].Known {
-			allKnownSat = false
-		}
-	}
-	minQ, maxQ := 0.0, 0.0
-	first := true
-	for i := range c {
-		if c[i].Saturated && !allSat {
-			continue
-		}
-		if first || c[i].Queue < minQ {
-			minQ = c[i].Queue
-		}
-		if first || c[i].Queue > maxQ {
-			maxQ = c[i].Queue
-		}
-		first = false
-	}
-	best, ties := -1, 0
-	bestScore := 0.0
-	for i := range c {
-		if c[i].Saturated && !allSat {
-			continue
-		}
-		s := Score(&c[i], w, minQ, maxQ)
-		switch {
-		case best < 0 || s > bestScore+1e-12:
-			best, bestScore, ties = i, s, 1
-		case s >= bestScore-1e-12:
-			ties++
-			if mix64(&r)%uint64(ties) == 0 {
-				best = i
-			}
-		}
-	}
-	return best, allSat && allKnownSat
+// Decision is what a Picker reports about one choice, for metrics and logs:
+// the source of the view that decided and its age.
+type Decision struct {
+	Source probe.Source
+	Age    time.Duration
 }
 
-// limitAffinity removes the affinity of candidates that are too loaded for
-// it to pay: a candidate whose Queue exceeds the shortest unsaturated
-// candidate queue by more than gap loses its prefix score and gets a
-// neutral LoRA score. A cached prefix saves prefill; a backlog costs whole
-// requests (route.affinity_max_queue_gap). Pure, no allocation.
-func limitAffinity(c []Candidate, gap float64) {
-	minQ, found := 0.0, false
-	for i := range c {
-		if !c[i].Saturated && (!found || c[i].Queue < minQ) {
-			minQ, found = c[i].Queue, true
-		}
+// PickerConfig is the reloadable part of the configuration that pickers
+// read, already converted: PickerConfigFrom builds it from a validated
+// config.Config. A simulator may fill it directly.
+type PickerConfig struct {
+	// Policy is a route.policy value (config.Policy*).
+	Policy string
+	// D is the number of candidates sampled (route.d), in 1..config.MaxD.
+	D int
+	// Hedges is the number of spare candidates handed to the prober
+	// (probe.hedges), in 0..config.MaxD.
+	Hedges int
+	// Weights are the scorer weights (route.weights).
+	Weights Weights
+	// Saturation is route.saturation.
+	Saturation config.Saturation
+	// AffinityGap is route.affinity_max_queue_gap, in requests.
+	AffinityGap int
+	// StaleAfter is scrape.stale_after: older reports are ignored.
+	StaleAfter time.Duration
+}
+
+// PickerConfigFrom converts the route section (and the two keys of other
+// sections pickers read) of a validated configuration.
+func PickerConfigFrom(cfg *config.Config) PickerConfig {
+	w := cfg.Route.Weights
+	return PickerConfig{
+		Policy:      cfg.Route.Policy,
+		D:           cfg.Route.D,
+		Hedges:      cfg.Probe.Hedges,
+		Weights:     Weights{Queue: w.Queue, KVCache: w.KVCache, Prefix: w.Prefix, LoRA: w.LoRA},
+		Saturation:  cfg.Route.Saturation,
+		AffinityGap: cfg.Route.AffinityMaxQueueGap,
+		StaleAfter:  cfg.Scrape.StaleAfter.D(),
 	}
-	if !found {
-		return
+}
+
+// Prober refreshes the load state of candidates before the probe policy
+// scores them. *probe.Prober implements it over HTTP; a virtual-time
+// simulator supplies its own. Run must return by its own deadline, Report
+// what it learns into the States, and set Result.SparesUsed to the number
+// of spares (from the front) it probed or found fresh.
+type Prober interface {
+	Run(ctx context.Context, cands, spares []*probe.State) probe.Result
+}
+
+// ViewSource returns one backend's load view at now, ignoring reports
+// older than staleAfter. The default, StateViews, reads the backend's
+// probe.State. The benchmark installs a source that reads the simulator's
+// true state (the "oracle" strategy). Implementations must be safe for
+// concurrent use and should not allocate.
+type ViewSource interface {
+	View(b *Backend, now time.Time, staleAfter time.Duration) probe.View
+}
+
+// StateViews is the production ViewSource: the backend's probe.State.View.
+type StateViews struct{}
+
+// View implements ViewSource.
+func (StateViews) View(b *Backend, now time.Time, staleAfter time.Duration) probe.View {
+	return b.state.View(now, staleAfter)
+}
+
+// Deps are what a Picker uses besides the pool and its PickerConfig. Every
+// field but Memory may be left zero: Rand defaults to math/rand/v2, Now to
+// time.Now, Views to StateViews; a nil Prober makes the probe policy score
+// its sample on cached views without probing.
+type Deps struct {
+	Rand   Rand
+	Now    func() time.Time
+	Views  ViewSource
+	Prober Prober
+	// Memory is the state shared by successive pickers (round-robin
+	// cursor, learned adapters). Required; keep one per router.
+	Memory *Memory
+}
+
+// policyEntry is one row of the policies table.
+type policyEntry struct {
+	// build returns the policy's Picker over pool.
+	build func(pc *PickerConfig, pool *Pool, d *Deps) Picker
+	// reports is true when the policy reads load reports, so the proxy
+	// scrapes its backends and asks them for ORCA headers.
+	reports bool
+}
+
+// policies maps each route.policy value (listed once, in internal/config)
+// to its Picker. Adding a policy: a pick_<name>.go file with the type and
+// its constructor, a constant in internal/config, and one line here.
+var policies = map[string]policyEntry{
+	config.PolicyProbe:         {newProbePicker, true},
+	config.PolicyCached:        {newCachedPicker, true},
+	config.PolicyLeastInflight: {newLeastInflightPicker, false},
+	config.PolicyRoundRobin:    {newRoundRobinPicker, false},
+	config.PolicyRandom:        {newRandomPicker, false},
+}
+
+// PolicyReadsReports reports whether the policy reads load reports (and so
+// needs the scraper and ORCA headers).
+func PolicyReadsReports(policy string) bool { return policies[policy].reports }
+
+// NewPicker builds the Picker of pc.Policy over pool. It fails on an unknown
+// policy or a D outside 1..config.MaxD. d is copied; its zero fields are
+// defaulted (see Deps).
+func NewPicker(pc PickerConfig, pool *Pool, d Deps) (Picker, error) {
+	e, ok := policies[pc.Policy]
+	if !ok {
+		return nil, fmt.Errorf("route.policy: unknown policy %q", pc.Policy)
 	}
-	for i := range c {
-		if c[i].Queue > minQ+gap {
-			c[i].Prefix = 0
-			if c[i].LoRA > 0.5 {
-				c[i].LoRA = 0.5
-			}
-		}
+	if pc.D < 1 || pc.D > config.MaxD {
+		return nil, fmt.Errorf("route.d: must be in 1..%d, got %d", config.MaxD, pc.D)
 	}
+	pc.Hedges = min(max(pc.Hedges, 0), config.MaxD)
+	if d.Memory == nil {
+		return nil, fmt.Errorf("route: Deps.Memory is required")
+	}
+	if d.Rand == nil {
+		d.Rand = defaultRand
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.Views == nil {
+		d.Views = StateViews{}
+	}
+	if pool == nil {
+		pool = &Pool{}
+	}
+	return e.build(&pc, pool, &d), nil
+}
+
+// Scratch is the per-attempt scratch space of Pick: fixed arrays sized by
+// config.MaxD, so a pick does not allocate. Get one from NewScratch and
+// reuse it (one per goroutine, or pooled); it is not safe for concurrent use.
+type Scratch struct {
+	sample      [2*config.MaxD + 1]*Backend
+	spare       [config.MaxD]*Backend
+	memo        [memoryScan]*Backend
+	memoCands   [memoryScan]Candidate
+	excl        []*Backend
+	all         []*Backend
+	cands       []Candidate
+	views       []probe.View
+	states      []*probe.State
+	spareStates []*probe.State
+}
+
+// NewScratch returns scratch space for Pick.
+func NewScratch() *Scratch {
+	s := &Scratch{}
+	s.init()
+	return s
+}
+
+func (s *Scratch) init() {
+	s.excl = make([]*Backend, 0, 2*config.MaxD)
+	s.cands = make([]Candidate, 0, 2*config.MaxD)
+	s.views = make([]probe.View, 0, 2*config.MaxD)
+	s.states = make([]*probe.State, 0, config.MaxD)
+	s.spareStates = make([]*probe.State, 0, config.MaxD)
 }

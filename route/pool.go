@@ -7,6 +7,11 @@ type Pool struct {
 	backends []*Backend
 }
 
+// NewPool returns a pool of bs, for a simulator or a test driving pickers
+// directly (NewPicker). bs must not be modified afterwards; the proxy builds
+// its own pools.
+func NewPool(bs []*Backend) *Pool { return &Pool{backends: bs} }
+
 // Backends returns the pool's backends; the slice must not be modified.
 func (p *Pool) Backends() []*Backend { return p.backends }
 

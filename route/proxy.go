@@ -3,16 +3,16 @@
 // functions over values), prefix and LoRA affinity, the fasthttp forwarding
 // handler with streaming, error mapping, metrics and the admin endpoints.
 //
-// The request path loads immutable snapshots (the pool, the runtime
-// configuration) through atomic pointers and takes no lock; the control
-// plane (reload, DNS refresh) builds new snapshots and swaps them in.
+// The request path loads one immutable snapshot (the settings of the
+// configuration, the pool and the Picker built over both) through an atomic
+// pointer and takes no lock; the control plane (reload, DNS refresh) builds
+// a new snapshot and swaps it in. See docs/architecture.md.
 package route
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"sort"
 	"sync"
@@ -51,9 +51,11 @@ type Options struct {
 	// Discover starts Kubernetes discovery (backends.kubernetes). Default:
 	// nil, and a config with backends.kubernetes is rejected.
 	Discover Discover
-	// Oracle, when set, enables the policy "oracle" (benchmark only): it
-	// returns a backend's true state at this instant by host:port.
-	Oracle func(addr string) (probe.Load, bool)
+	// Views, when set, replaces the backends' reports as the pickers' view
+	// of load (the benchmark's oracle reads the simulator's true state).
+	// The proxy then neither scrapes nor asks for ORCA headers. Default:
+	// nil, StateViews.
+	Views ViewSource
 }
 
 // Proxy is a running probegate router. Create it with New, serve with
@@ -65,27 +67,25 @@ type Proxy struct {
 	rand     Rand
 	lookup   func(ctx context.Context, host string) ([]string, error)
 	fetcher  probe.Fetcher
-	oracle   func(addr string) (probe.Load, bool)
+	views    ViewSource
 	discover Discover
 	metrics  *Metrics
 	gather   prometheus.Gatherer
 	server   *fasthttp.Server
 	rcPool   sync.Pool
 
-	// Published snapshots, loaded lock-free on the request path.
-	rt   atomic.Pointer[runtime]
-	pool atomic.Pointer[Pool]
+	// The published snapshot, loaded lock-free on the request path and
+	// stored under mu.
+	snap atomic.Pointer[snapshot]
 
 	// Lock-free counters and tables.
-	rr       atomic.Uint64
-	adapters adapterSet
+	memory   Memory       // what routing remembers across pickers
 	inflight atomic.Int64 // requests whose response is not yet settled
 
 	// Control plane, guarded by mu.
 	mu        sync.Mutex
 	backends  map[string]*Backend // every backend in the pool or draining
 	scraper   *probe.Scraper
-	scraping  bool
 	dnsCancel context.CancelFunc
 	dnsDone   chan struct{}
 	dnsAddrs  []string
@@ -110,7 +110,7 @@ func New(opts Options) (*Proxy, error) {
 		rand:     opts.Rand,
 		lookup:   opts.LookupHost,
 		fetcher:  opts.Fetcher,
-		oracle:   opts.Oracle,
+		views:    opts.Views,
 		discover: opts.Discover,
 		backends: make(map[string]*Backend),
 		conns:    make(map[net.Conn]struct{}),
@@ -119,7 +119,7 @@ func New(opts Options) (*Proxy, error) {
 		p.now = time.Now
 	}
 	if p.rand == nil {
-		p.rand = rand.Uint64
+		p.rand = defaultRand
 	}
 	if p.lookup == nil {
 		p.lookup = net.DefaultResolver.LookupHost
@@ -147,12 +147,13 @@ func New(opts Options) (*Proxy, error) {
 	p.metrics = m
 	p.rcPool.New = func() any { return newReqCtx() }
 
-	rt, err := p.buildRuntime(opts.Config)
+	set, err := p.buildSettings(opts.Config)
 	if err != nil {
 		return nil, err
 	}
-	p.rt.Store(rt)
-	p.pool.Store(&Pool{})
+	if err := p.publish(set, &Pool{}); err != nil {
+		return nil, err
+	}
 	sc := probe.ScrapeConfigFrom(opts.Config.Scrape)
 	ep, err := probe.ParseEndpoint(opts.Config.Probe.Endpoint)
 	if err != nil {
@@ -170,62 +171,58 @@ func New(opts Options) (*Proxy, error) {
 	return p, nil
 }
 
-// buildRuntime resolves cfg into the request path's runtime values.
-func (p *Proxy) buildRuntime(cfg *config.Config) (*runtime, error) {
-	pol, err := parsePolicy(cfg.Route.Policy)
-	if err != nil {
-		return nil, err
+// buildSettings resolves cfg into the request path's settings and checks
+// that a Picker can be built from them.
+func (p *Proxy) buildSettings(cfg *config.Config) (*settings, error) {
+	pc := PickerConfigFrom(cfg)
+	reports := PolicyReadsReports(pc.Policy) && p.views == nil
+	set := &settings{
+		cfg:        cfg,
+		pc:         pc,
+		reports:    reports,
+		orca:       cfg.Probe.ORCA && reports,
+		retries:    min(cfg.Upstream.Retries, maxRetries),
+		blockChars: cfg.Route.Prefix.BlockChars,
+		maxBlocks:  cfg.Route.Prefix.MaxBlocks,
+		maxBody:    cfg.Server.MaxBodyBytes,
+		idle:       cfg.Upstream.IdleTimeout.D(),
+		accessLog:  cfg.Log.Access,
 	}
-	if pol == policyOracle && p.oracle == nil {
-		return nil, errors.New("route.policy: oracle is only available to the benchmark")
-	}
-	d := cfg.Route.D
-	if d < 1 {
-		d = 1
-	}
-	if d > maxD {
-		return nil, fmt.Errorf("route.d: must be <= %d", maxD)
-	}
-	hedges := cfg.Probe.Hedges
-	if hedges > maxD {
-		hedges = maxD
-	}
-	rt := &runtime{
-		cfg:    cfg,
-		policy: pol,
-		d:      d,
-		hedges: hedges,
-		weights: Weights{
-			Queue: cfg.Route.Weights.Queue, KVCache: cfg.Route.Weights.KVCache,
-			Prefix: cfg.Route.Weights.Prefix, LoRA: cfg.Route.Weights.LoRA,
-		},
-		sat:           cfg.Route.Saturation,
-		affinityGap:   cfg.Route.AffinityMaxQueueGap,
-		probeDeadline: cfg.Probe.Deadline.D(),
-		staleAfter:    cfg.Scrape.StaleAfter.D(),
-		orca:          cfg.Probe.ORCA && pol.usesReports(),
-		retries:       cfg.Upstream.Retries,
-		blockChars:    cfg.Route.Prefix.BlockChars,
-		maxBlocks:     cfg.Route.Prefix.MaxBlocks,
-		maxBody:       cfg.Server.MaxBodyBytes,
-		idle:          cfg.Upstream.IdleTimeout.D(),
-		accessLog:     cfg.Log.Access,
-	}
-	if rt.retries > maxRetries {
-		rt.retries = maxRetries
-	}
-	if pol == policyProbe {
-		pc, err := probe.ProberConfigFrom(cfg.Probe, d)
+	if pc.Policy == config.PolicyProbe {
+		pconf, err := probe.ProberConfigFrom(cfg.Probe, pc.D)
 		if err != nil {
 			return nil, fmt.Errorf("probe: %w", err)
 		}
-		rt.prober = probe.NewProber(pc, p.fetcher, p.metrics, p.now)
+		set.prober = probe.NewProber(pconf, p.fetcher, p.metrics, p.now)
 	}
-	return rt, nil
+	// Fail here, before anything is published, on what NewPicker refuses.
+	if _, err := p.newPicker(set, &Pool{}); err != nil {
+		return nil, err
+	}
+	return set, nil
 }
 
-// maxD bounds route.d and probe.hedges so per-request scratch is fixed.
-const maxD = 64
+// newPicker builds the Picker of set over pool with the proxy's clock,
+// randomness, view source and memory.
+func (p *Proxy) newPicker(set *settings, pool *Pool) (Picker, error) {
+	d := Deps{Rand: p.rand, Now: p.now, Views: p.views, Memory: &p.memory}
+	if set.prober != nil {
+		d.Prober = set.prober
+	}
+	return NewPicker(set.pc, pool, d)
+}
+
+// publish builds the Picker of set over pool and publishes the three as the
+// snapshot the request path reads. Call with p.mu held, or before p is
+// shared.
+func (p *Proxy) publish(set *settings, pool *Pool) error {
+	pk, err := p.newPicker(set, pool)
+	if err != nil {
+		return err
+	}
+	p.snap.Store(&snapshot{set: set, pool: pool, picker: pk})
+	return nil
+}
 
 // maxRetries bounds upstream.retries.
 const maxRetries = 4
@@ -236,7 +233,7 @@ const maxRetries = 4
 // timeouts of existing backends and the scrape loop's settings take effect
 // only on restart (for backends that stay).
 func (p *Proxy) Reload(cfg *config.Config) error {
-	rt, err := p.buildRuntime(cfg)
+	set, err := p.buildSettings(cfg)
 	if err != nil {
 		return err
 	}
@@ -245,10 +242,16 @@ func (p *Proxy) Reload(cfg *config.Config) error {
 	if p.closed {
 		return errors.New("route: proxy is shut down")
 	}
-	old := p.rt.Load()
-	p.rt.Store(rt)
-	if err := p.applyBackendsLocked(cfg, old.cfg); err != nil {
-		p.rt.Store(old)
+	old := p.snap.Load()
+	if err := p.publish(set, old.pool); err != nil {
+		return err // unreachable: buildSettings built a Picker already
+	}
+	if err := p.applyBackendsLocked(cfg, old.set.cfg); err != nil {
+		// Discovery could not start: keep the old settings over the
+		// current pool.
+		if perr := p.publish(old.set, p.snap.Load().pool); perr != nil {
+			return errors.Join(err, perr)
+		}
 		return err
 	}
 	return nil
@@ -290,7 +293,7 @@ func (p *Proxy) applyBackendsLocked(cfg, old *config.Config) error {
 // those that go. It is the one path every source (static, DNS,
 // Kubernetes) applies a set through. Call with p.mu held.
 func (p *Proxy) setBackendsLocked(cfg *config.Config, targets []Target) {
-	rt := p.rt.Load()
+	snap := p.snap.Load()
 	keep := make(map[string]bool, len(targets))
 	next := make([]*Backend, 0, len(targets))
 	for _, t := range targets {
@@ -321,13 +324,16 @@ func (p *Proxy) setBackendsLocked(cfg *config.Config, targets []Target) {
 	}
 	// Scrape exactly the pool's backends when the policy reads reports.
 	for addr, b := range p.backends {
-		if keep[addr] && rt.policy.usesReports() {
+		if keep[addr] && snap.set.reports {
 			p.scraper.Add(b.state)
 		} else {
 			p.scraper.Remove(b.state)
 		}
 	}
-	p.pool.Store(&Pool{backends: next})
+	if err := p.publish(snap.set, &Pool{backends: next}); err != nil {
+		// Unreachable: these settings built a Picker when loaded.
+		p.log.Error().Err(err).Msg("pool not published")
+	}
 	p.reapLocked()
 }
 
@@ -364,12 +370,12 @@ func (p *Proxy) newBackend(addr, url string, tls bool, cfg *config.Config) *Back
 }
 
 // Pool returns the current pool snapshot.
-func (p *Proxy) Pool() *Pool { return p.pool.Load() }
+func (p *Proxy) Pool() *Pool { return p.snap.Load().pool }
 
 // Ready reports whether at least one backend is eligible and, when the
 // policy scrapes, not failing its scrapes (so that a fleet that died while
 // idle turns /readyz failing within one scrape interval).
-func (p *Proxy) Ready() bool { return p.pool.Load().anyHealthy() }
+func (p *Proxy) Ready() bool { return p.snap.Load().pool.anyHealthy() }
 
 // Gatherer returns the registry the proxy's metrics are gathered from.
 func (p *Proxy) Gatherer() prometheus.Gatherer { return p.gather }

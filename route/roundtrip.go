@@ -14,14 +14,9 @@ import (
 // the body to the client as a stream. It returns nil when the response is
 // under way (bodyStream settles it), an error wrapping ErrNotSent when
 // nothing reached the backend, or another error to map to a status.
-func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *runtime, rc *reqCtx, b *Backend, done func(breaker.Outcome), start time.Time, dec decision, attempt int, idReplaced bool) error {
+func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *Backend, done func(breaker.Outcome), start time.Time, dec Decision, attempt int, idReplaced bool) error {
 	req := &ctx.Request
-	if rc.info.NBlocks > 0 {
-		b.prefix.Insert(rc.info.Blocks[:rc.info.NBlocks])
-	}
-	if rc.info.ModelHash != 0 {
-		b.lora.Note(rc.info.ModelHash, start)
-	}
+	b.NoteDispatch(&rc.info, start)
 	// The backend's scheme, whatever the client's request line said: an
 	// absolute "https://..." URI would otherwise make the HostClient refuse
 	// the request and count it against the backend's breaker.

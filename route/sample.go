@@ -1,9 +1,14 @@
 package route
 
+import "math/rand/v2"
+
 // Rand is the source of randomness of the request path: a function returning
 // uniformly random 64-bit values, safe for concurrent use. Production code
 // uses math/rand/v2's Uint64; tests inject a seeded generator.
 type Rand func() uint64
+
+// defaultRand is the Rand of a Proxy or Picker given none.
+var defaultRand Rand = rand.Uint64
 
 // sampleEligible writes up to len(out) distinct eligible backends of pool,
 // chosen uniformly at random, into out, skipping those in exclude, and

@@ -20,6 +20,12 @@ const (
 	EndpointLoad    = "load"    // vLLM's JSON /load
 )
 
+// MaxD bounds route.d and probe.hedges: the router keeps its per-request
+// scratch space in fixed arrays of this size, so a decision never
+// allocates. Sampling more than 64 candidates per request would defeat
+// power-of-d anyway (probing cost grows with d, the gain stops at 2-3).
+const MaxD = 64
+
 // HedgeAuto is the probe.hedge_after value that lets the prober choose the
 // hedge delay from observed probe latency.
 const HedgeAuto = "auto"

@@ -85,6 +85,12 @@ func (v *checker) atLeast(path string, n int64, lo int64) {
 	}
 }
 
+func (v *checker) atMost(path string, n int64, hi int64) {
+	if n > hi {
+		v.add(path, "must be <= %d", hi)
+	}
+}
+
 func (v *checker) oneOf(path, s string, allowed ...string) {
 	if slices.Contains(allowed, s) {
 		return
@@ -186,6 +192,7 @@ func validate(c *Config) Errors {
 	r := c.Route
 	v.oneOf("route.policy", r.Policy, policies...)
 	v.atLeast("route.d", int64(r.D), 1)
+	v.atMost("route.d", int64(r.D), MaxD)
 	v.weight("route.weights.queue", r.Weights.Queue)
 	v.weight("route.weights.kv_cache", r.Weights.KVCache)
 	v.weight("route.weights.prefix", r.Weights.Prefix)
@@ -212,6 +219,7 @@ func validate(c *Config) Errors {
 		}
 	}
 	v.atLeast("probe.hedges", int64(p.Hedges), 0)
+	v.atMost("probe.hedges", int64(p.Hedges), MaxD)
 	v.atLeast("probe.quorum", int64(p.Quorum), 0)
 	// A quorum above route.d + probe.hedges is not an error: it means
 	// "wait for every probe" (still bounded by probe.deadline), so a user

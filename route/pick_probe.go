@@ -1,0 +1,187 @@
+package route
+
+import (
+	"context"
+	"time"
+)
+
+// loraWindow is how long a dispatch of an adapter to a backend counts as
+// "loaded there" without a report saying so.
+const loraWindow = 10 * time.Second
+
+// memoryScan bounds how many backends the memory slot reads: all of them in
+// fleets up to this size, a random sample of this many in larger ones.
+const memoryScan = 16
+
+// probePicker is route.policy probe, the default: power-of-d sampling with
+// an affinity slot and a memory slot, a hedged, deadline-bounded probe of
+// the sample (Deps.Prober), then the best score on the refreshed views.
+type probePicker struct {
+	sc     scorer
+	prober Prober
+}
+
+func newProbePicker(pc *PickerConfig, pool *Pool, d *Deps) Picker {
+	return &probePicker{sc: newScorer(pc, pool, d), prober: d.Prober}
+}
+
+// Pick implements Picker. Candidates, in order: the affinity backend
+// (prefix or LoRA), the backend that looks best in the cache (power-of-d
+// with memory), then uniform random samples up to d; with a Prober, up to
+// Hedges spares for hedging. The Prober refreshes them; the best score on
+// the refreshed views wins.
+func (p *probePicker) Pick(ctx context.Context, info *RequestInfo, exclude []*Backend, s *Scratch) (*Backend, Decision, error) {
+	bs := p.sc.bs
+	if len(bs) == 0 {
+		return nil, Decision{}, ErrNoBackend
+	}
+	d := p.sc.pc.D
+	k := 0
+	excl := append(s.excl[:0], exclude...)
+	if a := p.affine(info, s, exclude); a != nil {
+		s.sample[k] = a
+		k++
+		excl = append(excl, a)
+	}
+	// The memory slot never takes the last random place: one uniform
+	// sample always remains, so a stale prior cannot lock out a backend.
+	if k < d-1 {
+		if m := p.bestCached(s, excl); m != nil {
+			s.sample[k] = m
+			k++
+			excl = append(excl, m)
+		}
+	}
+	exclude = excl
+	k += sampleEligible(bs, s.sample[k:d], exclude, p.sc.rand)
+	if k == 0 {
+		return nil, Decision{}, ErrNoBackend
+	}
+	cands := s.sample[:k]
+	spares := s.spare[:0]
+	if hedges := p.sc.pc.Hedges; p.prober != nil && hedges > 0 && len(bs) > k {
+		s.excl = append(s.excl[:0], exclude...)
+		s.excl = append(s.excl, cands...)
+		n := sampleEligible(bs, s.spare[:hedges], s.excl, p.sc.rand)
+		spares = s.spare[:n]
+	}
+	if p.prober != nil {
+		s.states = s.states[:0]
+		for _, b := range cands {
+			s.states = append(s.states, b.state)
+		}
+		s.spareStates = s.spareStates[:0]
+		for _, b := range spares {
+			s.spareStates = append(s.spareStates, b.state)
+		}
+		res := p.prober.Run(ctx, s.states, s.spareStates)
+		// Hedged backends are candidates too: their fresh answers may
+		// make them the best choice.
+		for _, b := range spares[:res.SparesUsed] {
+			s.sample[k] = b
+			k++
+		}
+	}
+	return p.sc.best(info, s, s.sample[:k])
+}
+
+// affine returns one backend to add to the random sample so that affinity
+// survives sampling: the eligible backend with the longest prefix match
+// for this request (at least one block), else one that this router
+// recently sent the same adapter to (it is likely still loaded there),
+// scanning from a random offset; or nil. The probe then decides whether
+// that backend is too loaded to use.
+func (p *probePicker) affine(info *RequestInfo, s *Scratch, exclude []*Backend) *Backend {
+	bs := p.sc.bs
+	w := &p.sc.pc.Weights
+	if w.Prefix > 0 && info.NBlocks > 0 {
+		var best *Backend
+		blocks := info.Blocks[:info.NBlocks]
+		bestN := 0
+		for _, b := range bs {
+			if n := b.prefix.Match(blocks); n > bestN && b.Eligible() && !contains(exclude, b) {
+				best, bestN = b, n
+			}
+		}
+		if best != nil {
+			return best
+		}
+	}
+	if w.LoRA <= 0 || info.ModelHash == 0 || len(bs) == 0 {
+		return nil
+	}
+	// Only requests for an adapter: base-model requests have no slot to
+	// find, and every backend serving them would look "loaded".
+	adapter := p.sc.mem.adapters.Has(info.ModelHash)
+	if !adapter {
+		for _, b := range bs {
+			if l := b.state.Latest(); l != nil && l.BaseModel != "" {
+				adapter = string(info.Model) != l.BaseModel
+				break
+			}
+		}
+	}
+	if !adapter {
+		return nil
+	}
+	// Loaded first, then a free adapter slot, scanning from a random
+	// offset so ties spread.
+	now := p.sc.now()
+	start := int(p.sc.rand() % uint64(len(bs)))
+	var free *Backend
+	for i := range bs {
+		b := bs[(start+i)%len(bs)]
+		if !b.Eligible() || contains(exclude, b) {
+			continue
+		}
+		v := p.sc.views.View(b, now, p.sc.pc.StaleAfter)
+		switch s := loraScore(info.ModelHash, true, &v, &b.lora, now, loraWindow); {
+		case s >= 1:
+			return b
+		case s > 0 && free == nil:
+			free = b
+		}
+	}
+	return free
+}
+
+// bestCached returns the eligible backend (not in exclude) that looks best
+// in the cache: the lowest corrected queue, then the lowest KV use, over
+// every backend of a small pool or memoryScan sampled ones. It is the
+// "memory" of power-of-d-choices with memory (Mitzenmacher, Prabhakar and
+// Shah): one slot of the sample goes to the best-known backend, so
+// knowledge gathered by earlier probes, scrapes and ORCA headers is not
+// thrown away, while the random slots keep a stale prior from herding
+// every decision onto one backend; the probe then checks the prior. It
+// returns nil when nothing is eligible.
+func (p *probePicker) bestCached(s *Scratch, exclude []*Backend) *Backend {
+	bs := p.sc.bs
+	scan := s.memo[:0]
+	if len(bs) <= memoryScan {
+		for _, b := range bs {
+			if b.Eligible() && !contains(exclude, b) {
+				scan = append(scan, b)
+			}
+		}
+	} else {
+		scan = scan[:sampleEligible(bs, s.memo[:memoryScan], exclude, p.sc.rand)]
+	}
+	if len(scan) == 0 {
+		return nil
+	}
+	now := p.sc.now()
+	cands := s.memoCands[:0]
+	for i, b := range scan {
+		v := p.sc.views.View(b, now, p.sc.pc.StaleAfter)
+		cands = append(cands, Candidate{Index: i, Queue: v.Queue, KVUse: v.KVUse, LoRA: 0.5})
+	}
+	w := Weights{Queue: p.sc.pc.Weights.Queue, KVCache: p.sc.pc.Weights.KVCache}
+	if w.Queue == 0 && w.KVCache == 0 {
+		w.Queue = 1
+	}
+	i, _ := PickBest(cands, &w, p.sc.rand())
+	if i < 0 {
+		return nil
+	}
+	return scan[cands[i].Index]
+}

@@ -1,0 +1,32 @@
+package route
+
+import (
+	"time"
+
+	"github.com/probegate/probegate/internal/config"
+)
+
+// settings is the reloadable part of the configuration, converted once per
+// reload into the values the request path needs. Immutable once published.
+type settings struct {
+	cfg        *config.Config
+	pc         PickerConfig
+	prober     Prober // the probe policy's; nil for the others
+	reports    bool   // the policy reads reports: scrape the pool
+	orca       bool   // ask backends for ORCA load headers
+	retries    int
+	blockChars int
+	maxBlocks  int
+	maxBody    int64
+	idle       time.Duration
+	accessLog  bool
+}
+
+// snapshot is what the request path loads, once per request, with one
+// atomic load: the settings, the pool and the Picker built over both. The
+// control plane publishes a new snapshot whenever either changes.
+type snapshot struct {
+	set    *settings
+	pool   *Pool
+	picker Picker
+}
