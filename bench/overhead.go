@@ -30,6 +30,10 @@ type OverheadOptions struct {
 	// Streams is the number of idle streams for the RSS measurement
 	// (default 10,000).
 	Streams int
+	// ProfileDir, when set, receives a CPU and an allocation profile of
+	// each probegate target taken while wrk loads it
+	// (TARGET.cpu.pprof, TARGET.allocs.pprof).
+	ProfileDir string
 }
 
 // OverheadResult is the overhead scenario: a fast upstream behind each
@@ -53,6 +57,11 @@ type OverheadTarget struct {
 	Name        string    `json:"name"`
 	WrkRPS      float64   `json:"wrk_rps"`
 	WrkLatency  Quantiles `json:"wrk_latency_ms"`
+	// WrkCPUusPerReq is the proxy's CPU time (user + system, all its
+	// processes) per request served under wrk, in microseconds: unlike
+	// req/s it does not depend on how much CPU the proxy got on a shared
+	// machine.
+	WrkCPUusPerReq float64 `json:"wrk_cpu_us_per_req,omitempty"`
 	GoRPS       float64   `json:"go_rps"`
 	GoLatency   Quantiles `json:"go_latency_ms"`
 	GoErrors    int64     `json:"go_errors"`
@@ -154,9 +163,10 @@ func freePort() (int, error) {
 // child is an external process started by the overhead scenario; Stop
 // kills it (and its process group) and always runs.
 type child struct {
-	name string
-	cmd  *exec.Cmd
-	addr string
+	name  string
+	cmd   *exec.Cmd
+	addr  string
+	admin string // probegate's admin listener, if any
 }
 
 func startChild(ctx context.Context, name, addr string, argv []string, logPath string) (*child, error) {
@@ -175,6 +185,15 @@ func startChild(ctx context.Context, name, addr string, argv []string, logPath s
 		return nil, fmt.Errorf("%s did not come up on %s: %v: %s", name, addr, err, truncate(string(log), 300))
 	}
 	return c, nil
+}
+
+// cpu returns the CPU time used so far by the child's process group (0
+// for no child).
+func (c *child) cpu() time.Duration {
+	if c == nil || c.cmd.Process == nil {
+		return 0
+	}
+	return groupCPU(c.cmd.Process.Pid)
 }
 
 func (c *child) Stop() {
@@ -313,14 +332,25 @@ func RunOverhead(ctx context.Context, o OverheadOptions) (*OverheadResult, error
 		}
 		url := "http://" + addr + "/v1/completions"
 		if wrkErr == nil {
+			wait := func() error { return nil }
+			if o.ProfileDir != "" && c != nil && c.admin != "" {
+				wait = profileDuring(ctx, c.admin, o.ProfileDir, t.name, dur-time.Second)
+			}
+			cpu0 := c.cpu()
 			ot.WrkRPS, ot.WrkLatency, err = runWrk(ctx, wrk, luaPath, url, res.Concurrency, dur)
 			if err != nil {
 				ot.Error = "wrk: " + err.Error()
 			}
+			if cpu := c.cpu() - cpu0; cpu > 0 && ot.WrkRPS > 0 {
+				ot.WrkCPUusPerReq = round3(float64(cpu.Microseconds()) / (ot.WrkRPS * dur.Seconds()))
+			}
+			if err := wait(); err != nil {
+				logf("overhead: %v", err)
+			}
 		}
 		ot.GoRPS, ot.GoLatency, ot.GoErrors = goFixedConcurrency(ctx, addr, res.Concurrency, dur)
 		c.Stop()
-		logf("overhead: %-26s wrk %8.0f req/s p99 %6.2f ms | go %8.0f req/s p99 %6.2f ms", t.name, ot.WrkRPS, ot.WrkLatency.P99, ot.GoRPS, ot.GoLatency.P99)
+		logf("overhead: %-26s wrk %8.0f req/s p99 %6.2f ms cpu %5.1f us/req | go %8.0f req/s p99 %6.2f ms", t.name, ot.WrkRPS, ot.WrkLatency.P99, ot.WrkCPUusPerReq, ot.GoRPS, ot.GoLatency.P99)
 		res.Targets = append(res.Targets, ot)
 		if o.Progress != nil {
 			o.Progress.End()
@@ -349,7 +379,7 @@ func RunOverhead(ctx context.Context, o OverheadOptions) (*OverheadResult, error
 		if n < o.Streams {
 			res.RSSNote = fmt.Sprintf("the open-files hard limit allows %d streams (2 sockets each in the proxy), not %d; per-stream cost is (RSS - idle)/streams", n, o.Streams)
 		}
-		if err := measureRSS(ctx, bin, tmp, n, res, o.Progress); err != nil {
+		if err := measureRSS(ctx, bin, tmp, n, res, o.Progress, o.ProfileDir); err != nil {
 			res.RSSNote = strings.TrimPrefix(res.RSSNote+"; "+err.Error(), "; ")
 		}
 		logf("overhead: probegate RSS %.1f MiB idle, %.1f MiB with %d open streams", res.RSSIdleMiB, res.RSSStreamsMiB, res.StreamsOpened)
@@ -433,7 +463,11 @@ log:
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		return nil, err
 	}
-	return startChild(ctx, "probegate", addr, []string{bin, "-config", path}, filepath.Join(dir, "probegate-"+policy+".log"))
+	c, err := startChild(ctx, "probegate", addr, []string{bin, "-config", path}, filepath.Join(dir, "probegate-"+policy+".log"))
+	if c != nil {
+		c.admin = fmt.Sprintf("127.0.0.1:%d", aport)
+	}
+	return c, err
 }
 
 func staticList(ups []string) string {
@@ -602,8 +636,9 @@ func goFixedConcurrency(ctx context.Context, addr string, conc int, dur time.Dur
 
 // measureRSS starts probegate (least_inflight), reads its RSS idle, opens n
 // streaming requests that the fast upstream holds open after one frame,
-// and reads the RSS again.
-func measureRSS(ctx context.Context, bin, dir string, n int, res *OverheadResult, prog *Progress) error {
+// and reads the RSS again. With profDir set, it also saves the proxy's heap
+// profile with the streams open (profDir/idle_streams.heap.pprof).
+func measureRSS(ctx context.Context, bin, dir string, n int, res *OverheadResult, prog *Progress, profDir string) error {
 	// The upstream holding the streams runs as a child process (this
 	// executable re-run, see ServeUpstreamIfChild) so that this process
 	// only holds the client ends of the streams.
@@ -688,6 +723,11 @@ func measureRSS(ctx context.Context, bin, dir string, n int, res *OverheadResult
 	res.StreamsOpened = int(opened.Load())
 	time.Sleep(500 * time.Millisecond)
 	res.RSSStreamsMiB = rssMiB(c.cmd.Process.Pid)
+	if profDir != "" {
+		if err := fetchProfile(ctx, "http://"+c.admin+"/debug/pprof/heap", filepath.Join(profDir, "idle_streams.heap.pprof"), 10*time.Second); err != nil {
+			return fmt.Errorf("heap profile: %w", err)
+		}
+	}
 	if v := firstErr.Load(); v != nil {
 		return fmt.Errorf("%d of %d streams opened; first error: %v", opened.Load(), n, v)
 	}
@@ -754,14 +794,14 @@ func overheadReport(o *OverheadResult) string {
 	for _, s := range o.Skipped {
 		fmt.Fprintf(&b, "> Skipped: %s\n\n", s)
 	}
-	b.WriteString("| target | wrk req/s | wrk p50 ms | wrk p99 ms | Go req/s | Go p50 ms | Go p99 ms | req/s vs nginx (wrk / Go) | req/s vs direct (wrk / Go) | p99 vs nginx | p99 vs direct |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| target | wrk req/s | wrk p50 ms | wrk p99 ms | CPU µs/req (wrk) | Go req/s | Go p50 ms | Go p99 ms | req/s vs nginx (wrk / Go) | req/s vs direct (wrk / Go) | p99 vs nginx | p99 vs direct |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, t := range o.Targets {
 		if t.Error != "" && t.GoRPS == 0 {
-			fmt.Fprintf(&b, "| %s | error: %s |||||||||\n", t.Name, truncate(t.Error, 80))
+			fmt.Fprintf(&b, "| %s | error: %s ||||||||||\n", t.Name, truncate(t.Error, 80))
 			continue
 		}
-		fmt.Fprintf(&b, "| %s | %.0f | %.2f | %.2f | %.0f | %.2f | %.2f | %.2f / %.2f | %.2f / %.2f | %.2f | %.2f |\n",
-			t.Name, t.WrkRPS, t.WrkLatency.P50, t.WrkLatency.P99, t.GoRPS, t.GoLatency.P50, t.GoLatency.P99,
+		fmt.Fprintf(&b, "| %s | %.0f | %.2f | %.2f | %.1f | %.0f | %.2f | %.2f | %.2f / %.2f | %.2f / %.2f | %.2f | %.2f |\n",
+			t.Name, t.WrkRPS, t.WrkLatency.P50, t.WrkLatency.P99, t.WrkCPUusPerReq, t.GoRPS, t.GoLatency.P50, t.GoLatency.P99,
 			t.VsNginxWrk, t.VsNginxGo, t.VsDirectWrk, t.VsDirectGo, t.P99VsNginx, t.P99VsDirect)
 	}
 	if o.IdleStreams > 0 {

@@ -31,6 +31,9 @@ type Options struct {
 	// Burstiness is the gamma shape of arrival gaps (1 or 0: Poisson; < 1:
 	// burstier), as `vllm bench serve --burstiness`.
 	Burstiness float64
+	// ProfileDir, when set, receives CPU and allocation profiles of each
+	// probegate target of the overhead scenario, taken under wrk.
+	ProfileDir string
 	// Sizes is the request size distribution of steady, spike and replicas
 	// (and of the capacity measurement): SizesLognormal (""), SizesUniform
 	// or SizesTrace.
@@ -473,7 +476,7 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 		}
 	}
 	if slices.Contains(names, "overhead") {
-		oh, err := RunOverhead(ctx, OverheadOptions{Quick: o.Quick, Log: logf, Progress: prog})
+		oh, err := RunOverhead(ctx, OverheadOptions{Quick: o.Quick, Log: logf, Progress: prog, ProfileDir: o.ProfileDir})
 		if err != nil {
 			res.Notes = append(res.Notes, "overhead: "+err.Error())
 		}

@@ -3,6 +3,7 @@ package route
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -10,8 +11,9 @@ import (
 
 // AdminHandler returns the admin listener's handler: /metrics (Prometheus),
 // /healthz (the process is alive), /readyz (at least one eligible backend)
-// and /debug/backends (JSON state of every backend). It binds to loopback by
-// default (server.admin_listen); expose it only on a trusted network.
+// /debug/backends (JSON state of every backend) and /debug/pprof/ (Go's
+// runtime profiles, for `go tool pprof`). It binds to loopback by default
+// (server.admin_listen); expose it only on a trusted network.
 func (p *Proxy) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(p.gather, promhttp.HandlerOpts{}))
@@ -34,6 +36,11 @@ func (p *Proxy) AdminHandler() http.Handler {
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(p.DebugBackends())
 	})
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	return mux
 }
 

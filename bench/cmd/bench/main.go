@@ -36,6 +36,7 @@ func main() {
 	traceOffset := fs.Duration("trace-offset", 0, "trace time at which the first seed's replay window starts")
 	traceSpeed := fs.Float64("trace-speed", bench.DefaultTraceSpeed, "replay speed: the trace's arrival times are divided by it")
 	variants := fs.String("variants", "", "comma-separated scenario entries to run, e.g. trace_hetero_r1,steady_80 (default all of the selected scenarios)")
+	profile := fs.String("profile", "", "overhead: write CPU and allocation profiles of each probegate target under wrk to this directory (read with go tool pprof)")
 	noProgress := fs.Bool("no-progress", false, "no progress bar on stderr")
 	_ = fs.Parse(os.Args[1:])
 
@@ -43,7 +44,8 @@ func main() {
 	defer stop()
 	o := bench.Options{Scenario: *scenario, Quick: *quick, Out: *out, Seed: *seed, Seeds: *seeds,
 		Duration: *dur, Servers: *servers, Burstiness: *burst, Progress: os.Stderr, Log: os.Stderr,
-		Sizes: *sizes, TraceFile: *trace, TraceOffset: *traceOffset, TraceSpeed: *traceSpeed}
+		Sizes: *sizes, TraceFile: *trace, TraceOffset: *traceOffset, TraceSpeed: *traceSpeed,
+		ProfileDir: *profile}
 	if *variants != "" {
 		o.Variants = strings.Split(*variants, ",")
 	}
