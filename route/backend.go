@@ -22,6 +22,7 @@ type Backend struct {
 	state  *probe.State
 	brk    *breaker.Breaker
 	hc     *fasthttp.HostClient
+	conns  *connTable // hc's open connections
 	prefix *prefixTable
 
 	// Lock-free.

@@ -3,8 +3,11 @@ package route
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"strconv"
+	"syscall"
 
 	"github.com/valyala/fasthttp"
 
@@ -35,7 +38,49 @@ var (
 	// its final answer) though the proxy forwards no Upgrade: no tunnel is
 	// opened and the client gets a 502.
 	errSwitchingProtocols = errors.New("upstream answered 1xx as final response: no tunnel is opened")
+	// ErrReset means the connection failed after the request was written
+	// and before the first response byte (EOF, reset): a dead or restarted
+	// pod. It is an ErrUpstream (502) unless upstream.retry_on_reset
+	// re-picks the request.
+	ErrReset = fmt.Errorf("%w: connection closed before the first response byte", ErrUpstream)
 )
+
+// failureKind is how an upstream round trip failed before any response
+// header arrived, which decides whether the request may be re-picked.
+type failureKind uint8
+
+const (
+	failOther   failureKind = iota // malformed response and the like: 502
+	failConnect                    // dial refused or timed out, no free connection: never sent
+	failWrite                      // writing the request failed: never sent whole
+	failReset                      // closed or reset after the write, before the first byte
+	failTimeout                    // upstream.first_byte_timeout (or the write's deadline): 504
+)
+
+// failure is how one forwarded attempt failed.
+type failure struct {
+	kind  failureKind
+	stale bool // on a keep-alive connection that had carried a response before
+}
+
+// classify maps the error of a fasthttp round trip to a failureKind.
+// fasthttp reports any failure to read the first response byte that is not
+// a timeout as ErrConnectionClosed; a reset after part of the headers
+// arrived is failOther (the pod had started answering).
+func classify(err error) failureKind {
+	switch {
+	case isDialError(err):
+		return failConnect
+	case isWriteError(err):
+		return failWrite
+	case isTimeout(err):
+		return failTimeout
+	case errors.Is(err, fasthttp.ErrConnectionClosed), errors.Is(err, io.EOF),
+		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return failReset
+	}
+	return failOther
+}
 
 // statusFor maps a classified error to the HTTP status the client gets.
 func statusFor(err error) int {
@@ -123,12 +168,8 @@ func appendEnvelope(dst []byte, status int, msg string) []byte {
 	return dst
 }
 
-// isDialError reports whether err happened before the request could reach
-// the backend whole, so that re-picking cannot duplicate work: the dial
-// failed, or writing the request failed (a pooled connection the backend
-// had reset, as a restarted pod leaves behind: a failed write means the
-// request's end never left, and a model server acts only on a whole
-// request).
+// isDialError reports whether err happened before a connection to the
+// backend existed: the dial failed or timed out, or no connection was free.
 func isDialError(err error) bool {
 	if err == nil {
 		return false
@@ -137,10 +178,16 @@ func isDialError(err error) bool {
 		return true
 	}
 	var op *net.OpError
-	if errors.As(err, &op) && (op.Op == "dial" || op.Op == "write") {
-		return true
-	}
-	return false
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// isWriteError reports whether writing the request failed (a pooled
+// connection the backend had reset, as a restarted pod leaves behind): the
+// request's end never left, and a model server acts only on a whole
+// request, so re-picking cannot duplicate work.
+func isWriteError(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "write" && !op.Timeout()
 }
 
 // isTimeout reports whether err is a timeout of the upstream exchange.

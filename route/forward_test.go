@@ -270,19 +270,41 @@ func TestDeadBackendIsRetriedElsewhere(t *testing.T) {
 	}
 }
 
-func TestStartedRequestIsNeverResent(t *testing.T) {
-	var hits atomic.Int64
-	reset := func(w http.ResponseWriter, r *http.Request) {
-		hits.Add(1)
-		c, _, _ := w.(http.Hijacker).Hijack()
-		c.(*net.TCPConn).SetLinger(0)
-		c.Close()
-	}
-	a, b := upstream(t, reset), upstream(t, reset)
-	tp := startProxy(t, testConfig(a.URL, b.URL))
-	envelope(t, post(t, tp.url("/v1/completions"), `{}`), 502)
-	if hits.Load() != 1 {
-		t.Fatalf("a request that reached a backend was sent %d times", hits.Load())
+// A request whose connection is reset before the first response byte is
+// re-picked within upstream.retries, never twice on the same backend; with
+// upstream.retry_on_reset: false it is sent once and answered 502.
+func TestResetRequestIsResentOnlyWithinRetries(t *testing.T) {
+	for _, onReset := range []bool{true, false} {
+		t.Run(fmt.Sprintf("retry_on_reset=%t", onReset), func(t *testing.T) {
+			var hits atomic.Int64
+			var perBackend [2]atomic.Int64
+			reset := func(i int) http.HandlerFunc {
+				return func(w http.ResponseWriter, r *http.Request) {
+					hits.Add(1)
+					perBackend[i].Add(1)
+					c, _, _ := w.(http.Hijacker).Hijack()
+					c.(*net.TCPConn).SetLinger(0)
+					c.Close()
+				}
+			}
+			a, b := upstream(t, reset(0)), upstream(t, reset(1))
+			cfg := testConfig(a.URL, b.URL)
+			cfg.Upstream.RetryOnReset = onReset
+			tp := startProxy(t, cfg)
+			envelope(t, post(t, tp.url("/v1/completions"), `{}`), 502)
+			want := int64(1)
+			if onReset {
+				want = int64(1 + cfg.Upstream.Retries)
+			}
+			if hits.Load() != want {
+				t.Fatalf("the request was sent %d times, want %d", hits.Load(), want)
+			}
+			for i := range perBackend {
+				if n := perBackend[i].Load(); n > 1 {
+					t.Fatalf("backend %d got the request %d times", i, n)
+				}
+			}
+		})
 	}
 }
 

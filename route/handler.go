@@ -39,7 +39,7 @@ type accounting struct {
 	err       error
 	dec       Decision
 	id        string
-	attempt   int
+	attempt   int // attempts made, this one included (0: none reached a backend)
 	// idReplaced: the client's X-Request-Id was unusable (too long, not
 	// visible ASCII, repeated) and a generated one replaced it.
 	idReplaced bool
@@ -111,14 +111,29 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 
 	var lastErr error
 	var last *Backend
+	reason := retryNone // why the next attempt is a retry
+	attempts := 0       // attempts forwarded to a backend
+	ntried := 0         // entries of rc.tried in use
 	for attempt := 0; attempt <= rt.retries; attempt++ {
 		tried := rc.tried[:attempt]
 		t0 := p.now()
+		if attempt > 0 {
+			// A retry sees the current pool: it may go to a backend that
+			// joined since the request arrived.
+			snap = p.snap.Load()
+		}
 		// Never hand the RequestCtx to the prober as a context.Context:
 		// contexts derived from it may outlive the handler, and fasthttp
 		// recycles it. Probes are bounded by probe.deadline on their own.
 		b, dec, err := snap.picker.Pick(context.Background(), &rc.info, tried, &rc.pick)
 		p.metrics.decideTime.Observe(p.now().Sub(t0).Seconds())
+		if err != nil && reason == retryStale && last != nil && last.Eligible() {
+			// A stale pooled connection says nothing of the pod now: with
+			// no other backend to go to, try it again on a fresh
+			// connection (forward closed its idle ones), as Go's
+			// net/http transport does.
+			b, err = last, nil
+		}
 		if err != nil {
 			if lastErr == nil || !errors.Is(err, ErrNoBackend) {
 				lastErr = err
@@ -126,10 +141,11 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 			break
 		}
 		rc.tried[attempt] = b
+		ntried = attempt + 1
 		last = b
 		if attempt > 0 {
-			p.metrics.retries.Inc()
-			// Never reuse a request id across two backends.
+			p.metrics.retried(reason)
+			// Never reuse a request id across two attempts.
 			rc.id = append(rc.id[:idLen], "-r"...)
 			rc.id = strconv.AppendInt(rc.id, int64(attempt), 10)
 		}
@@ -137,17 +153,23 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 		done, err := b.brk.Allow()
 		if err != nil {
 			lastErr = ErrNotSent
+			reason = retryBreaker
 			continue
 		}
+		attempts++
 		req.Header.SetBytesV(hdrRequestID, rc.id)
-		err = p.forward(ctx, rt, rc, b, done, start, dec, attempt, idReplaced)
+		f, err := p.forward(ctx, rt, rc, b, done, start, dec, attempts, idReplaced)
 		if err == nil {
 			settled = true // bodyStream.Close settles
 			return
 		}
 		lastErr = err
-		if !errors.Is(err, ErrNotSent) {
+		reason = retryReasonFor(f, rt.retryOnReset)
+		if reason == retryNone {
 			break
+		}
+		if attempt < rt.retries && b.draining.Load() {
+			p.reap() // b will not be counted: nothing of it is left to keep
 		}
 	}
 	if lastErr == nil {
@@ -169,8 +191,48 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 	p.metrics.requests(last, status)
 	p.metrics.duration.Observe(p.now().Sub(start).Seconds())
 	if rt.accessLog {
-		p.accessLog(ctx, last, &accounting{start: start, code: status, err: lastErr, id: string(rc.id), idReplaced: idReplaced})
+		p.accessLog(ctx, last, &accounting{start: start, code: status, err: lastErr, id: string(rc.id), idReplaced: idReplaced, attempt: attempts})
 	}
+	// Counted: a draining backend this request tried may now be forgotten.
+	for _, b := range rc.tried[:ntried] {
+		if b.draining.Load() {
+			p.reap()
+			break
+		}
+	}
+}
+
+// retryReason is why a request is re-picked: the label of
+// probegate_retries_total.
+type retryReason uint8
+
+const (
+	retryNone    retryReason = iota // no retry
+	retryConnect                    // the dial failed: label "connect"
+	retryReset                      // closed or reset before the first byte: "reset"
+	retryStale                      // as retryReset, on a reused keep-alive connection: "reset"
+	retryBreaker                    // the breaker refused the attempt: "breaker"
+)
+
+// retryReasonFor decides whether a failed attempt on b may be re-picked,
+// and why. Only failures before any response byte qualify: never a timeout
+// (a slow pod is not a dead pod) and never a malformed response.
+func retryReasonFor(f failure, onReset bool) retryReason {
+	r := retryNone
+	switch f.kind {
+	case failConnect:
+		return retryConnect
+	case failWrite:
+		r = retryReset
+	case failReset:
+		if onReset {
+			r = retryReset
+		}
+	}
+	if r == retryReset && f.stale {
+		r = retryStale
+	}
+	return r
 }
 
 // accessLog writes one line per request.
@@ -188,7 +250,7 @@ func (p *Proxy) accessLog(ctx *fasthttp.RequestCtx, b *Backend, a *accounting) {
 		ev = ev.Str("backend", b.addr).Str("source", a.dec.Source.String())
 	}
 	if a.attempt > 0 {
-		ev = ev.Int("attempt", a.attempt)
+		ev = ev.Int("attempts", a.attempt)
 	}
 	if a.idReplaced {
 		ev = ev.Bool("request_id_replaced", true)

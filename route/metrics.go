@@ -26,7 +26,8 @@ type Metrics struct {
 	decideTime       prometheus.Histogram
 	scrapesVec       *prometheus.CounterVec
 	scrapeIntervalV  *prometheus.GaugeVec
-	retries          prometheus.Counter
+	retriesVec       *prometheus.CounterVec
+	retries          [retryBreaker + 1]prometheus.Counter // by retryReason
 	shed             prometheus.Counter
 	probes           map[string]prometheus.Counter // by outcome, resolved once
 	decisions        [probe.SourceOracle + 1]prometheus.Counter
@@ -83,10 +84,10 @@ func newMetrics(reg prometheus.Registerer, p *Proxy) (*Metrics, error) {
 			Name: "probegate_scrape_interval_seconds",
 			Help: "Current scrape interval per backend (adaptive: follows the request rate sent to it).",
 		}, []string{"backend"}),
-		retries: prometheus.NewCounter(prometheus.CounterOpts{
+		retriesVec: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "probegate_retries_total",
-			Help: "Requests re-picked on another backend because nothing reached the first one.",
-		}),
+			Help: "Attempts re-picked before any response byte reached the client, by reason of the failed attempt: connect (dial failed), reset (connection closed or reset before the first response byte, e.g. a stale keep-alive connection to a restarted pod), breaker (breaker refused).",
+		}, []string{"reason"}),
 		shed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "probegate_shed_total",
 			Help: "Requests answered 429 because every candidate was saturated (route.saturation.shed).",
@@ -96,12 +97,16 @@ func newMetrics(reg prometheus.Registerer, p *Proxy) (*Metrics, error) {
 	for _, o := range []string{probe.OutcomeOK, probe.OutcomeTimeout, probe.OutcomeError, probe.OutcomeCancelled, probe.OutcomeHedge, probe.OutcomeSkippedFresh, probe.OutcomeCoalesced} {
 		m.probes[o] = m.probesVec.WithLabelValues(o)
 	}
+	m.retries[retryConnect] = m.retriesVec.WithLabelValues("connect")
+	m.retries[retryReset] = m.retriesVec.WithLabelValues("reset")
+	m.retries[retryStale] = m.retries[retryReset]
+	m.retries[retryBreaker] = m.retriesVec.WithLabelValues("breaker")
 	for s := probe.SourceNone; s <= probe.SourceOracle; s++ {
 		m.decisions[s] = m.decisionsVec.WithLabelValues(s.String())
 	}
 	for _, c := range []prometheus.Collector{
 		m.requestsVec, m.duration, m.firstByte, m.probesVec, m.probeDuration,
-		m.decisionsVec, m.stateAge, m.decideTime, m.scrapesVec, m.scrapeIntervalV, m.retries, m.shed,
+		m.decisionsVec, m.stateAge, m.decideTime, m.scrapesVec, m.scrapeIntervalV, m.retriesVec, m.shed,
 		&poolCollector{p: p},
 	} {
 		if err := reg.Register(c); err != nil {
@@ -136,6 +141,13 @@ func (m *Metrics) codeName(code int) string {
 	s := strconv.Itoa(code)
 	m.codeNames.Store(code, s)
 	return s
+}
+
+// retried counts one re-pick.
+func (m *Metrics) retried(r retryReason) {
+	if r != retryNone && int(r) < len(m.retries) {
+		m.retries[r].Inc()
+	}
 }
 
 // decided counts one routing decision.

@@ -177,16 +177,17 @@ func (p *Proxy) buildSettings(cfg *config.Config) (*settings, error) {
 	pc := PickerConfigFrom(cfg)
 	reports := PolicyReadsReports(pc.Policy) && p.views == nil
 	set := &settings{
-		cfg:        cfg,
-		pc:         pc,
-		reports:    reports,
-		orca:       cfg.Probe.ORCA && reports,
-		retries:    min(cfg.Upstream.Retries, maxRetries),
-		blockChars: cfg.Route.Prefix.BlockChars,
-		maxBlocks:  cfg.Route.Prefix.MaxBlocks,
-		maxBody:    cfg.Server.MaxBodyBytes,
-		idle:       cfg.Upstream.IdleTimeout.D(),
-		accessLog:  cfg.Log.Access,
+		cfg:          cfg,
+		pc:           pc,
+		reports:      reports,
+		orca:         cfg.Probe.ORCA && reports,
+		retries:      min(cfg.Upstream.Retries, maxRetries),
+		retryOnReset: cfg.Upstream.RetryOnReset,
+		blockChars:   cfg.Route.Prefix.BlockChars,
+		maxBlocks:    cfg.Route.Prefix.MaxBlocks,
+		maxBody:      cfg.Server.MaxBodyBytes,
+		idle:         cfg.Upstream.IdleTimeout.D(),
+		accessLog:    cfg.Log.Access,
 	}
 	if pc.Policy == config.PolicyProbe {
 		pconf, err := probe.ProberConfigFrom(cfg.Probe, pc.D)
@@ -352,11 +353,13 @@ func (p *Proxy) reapLocked() {
 
 // newBackend builds a Backend for addr.
 func (p *Proxy) newBackend(addr, url string, tls bool, cfg *config.Config) *Backend {
+	conns := &connTable{}
 	b := &Backend{
 		addr:   addr,
 		url:    url,
 		state:  probe.NewState(addr),
-		hc:     newHostClient(addr, tls, cfg.Upstream),
+		hc:     newHostClient(addr, tls, cfg.Upstream, conns),
+		conns:  conns,
 		prefix: newPrefixTable(cfg.Route.Prefix.EntriesPerBackend),
 	}
 	b.brk = breaker.New(addr, cfg.Breaker, func(name string, from, to breaker.State) {

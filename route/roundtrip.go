@@ -12,9 +12,20 @@ import (
 
 // forward sends the request to b and, once response headers arrive, hands
 // the body to the client as a stream. It returns nil when the response is
-// under way (bodyStream settles it), an error wrapping ErrNotSent when
-// nothing reached the backend, or another error to map to a status.
-func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *Backend, done func(breaker.Outcome), start time.Time, dec Decision, attempt int, idReplaced bool) error {
+// under way (bodyStream settles it). Otherwise nothing reached the client,
+// and it returns how the round trip failed with an error to map to a status:
+// ErrNotSent when the request never reached the backend whole (dial
+// failed, write failed), ErrReset when the connection closed after the
+// write and before the first response byte, ErrUpstreamTimeout, or
+// ErrUpstream.
+//
+// A connection that fails before the first byte after it had already
+// carried a response is a stale keep-alive connection (the pod restarted or
+// died while it sat in the pool): that is no verdict on the pod as it is
+// now, so the breaker ignores it, and the backend's other idle connections,
+// pooled before the same event, are closed so that the next request dials
+// afresh (a dead pod then refuses the dial, which the breaker counts).
+func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *Backend, done func(breaker.Outcome), start time.Time, dec Decision, attempt int, idReplaced bool) (failure, error) {
 	req := &ctx.Request
 	b.NoteDispatch(&rc.info, start)
 	// The backend's scheme, whatever the client's request line said: an
@@ -36,19 +47,26 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 	resp := fasthttp.AcquireResponse()
 	err := b.hc.Do(req, resp)
 	if err != nil {
+		f := failure{kind: classify(err)}
+		outcome := upstreamErrOutcome(err)
+		reused := b.conns.take(resp.LocalAddr())
+		if (f.kind == failReset || f.kind == failWrite) && reused {
+			f.stale = true
+			outcome = breaker.Ignore
+			b.hc.CloseIdleConnections()
+		}
 		fasthttp.ReleaseResponse(resp)
 		b.state.Finish()
-		done(upstreamErrOutcome(err))
-		if b.draining.Load() {
-			p.reap()
-		}
-		switch {
-		case isDialError(err):
-			return errors.Join(ErrNotSent, err)
-		case isTimeout(err):
-			return errors.Join(ErrUpstreamTimeout, err)
+		done(outcome)
+		switch f.kind {
+		case failConnect, failWrite:
+			return f, errors.Join(ErrNotSent, err)
+		case failReset:
+			return f, errors.Join(ErrReset, err)
+		case failTimeout:
+			return f, errors.Join(ErrUpstreamTimeout, err)
 		default:
-			return errors.Join(ErrUpstream, err)
+			return f, errors.Join(ErrUpstream, err)
 		}
 	}
 	status := resp.StatusCode()
@@ -59,7 +77,7 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 		fasthttp.ReleaseResponse(resp)
 		b.state.Finish()
 		done(breaker.Failure)
-		return errors.Join(ErrUpstream, errSwitchingProtocols)
+		return failure{}, errors.Join(ErrUpstream, errSwitchingProtocols)
 	}
 	if rt.orca {
 		if v := resp.Header.Peek(hdrORCA); len(v) > 0 {
@@ -98,7 +116,7 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 		size = len(body)
 	}
 	ctx.Response.SetBodyStream(s, size)
-	return nil
+	return failure{}, nil
 }
 
 // settle records the end of a forwarded request: breaker outcome, local

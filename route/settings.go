@@ -9,17 +9,20 @@ import (
 // settings is the reloadable part of the configuration, converted once per
 // reload into the values the request path needs. Immutable once published.
 type settings struct {
-	cfg        *config.Config
-	pc         PickerConfig
-	prober     Prober // the probe policy's; nil for the others
-	reports    bool   // the policy reads reports: scrape the pool
-	orca       bool   // ask backends for ORCA load headers
-	retries    int
-	blockChars int
-	maxBlocks  int
-	maxBody    int64
-	idle       time.Duration
-	accessLog  bool
+	cfg     *config.Config
+	pc      PickerConfig
+	prober  Prober // the probe policy's; nil for the others
+	reports bool   // the policy reads reports: scrape the pool
+	orca    bool   // ask backends for ORCA load headers
+	retries int
+	// retryOnReset: re-pick after a connection closed before the first
+	// response byte (upstream.retry_on_reset).
+	retryOnReset bool
+	blockChars   int
+	maxBlocks    int
+	maxBody      int64
+	idle         time.Duration
+	accessLog    bool
 }
 
 // snapshot is what the request path loads, once per request, with one

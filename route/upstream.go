@@ -23,16 +23,38 @@ import (
 // A connection is used by one request at a time; the atomic only makes the
 // hand-over between the handler goroutine (write) and the response writer
 // (body reads) explicit.
+//
+// It also remembers whether the current request went out on a socket that
+// had already carried a response (a pooled keep-alive connection), for
+// connTable.take.
 type deadlineConn struct {
 	net.Conn
 	firstByte, idle time.Duration
 	awaiting        atomic.Bool // a request was written and no byte read yet
+	answered        atomic.Bool // a response byte was read on the current socket
+	reused          atomic.Bool // the current request went out on an answered socket
+	conns           *connTable
+	keyAddr         net.Addr // the local address this connection is known by in conns
+	key             string   // keyAddr as a string
 }
 
 func (c *deadlineConn) Write(p []byte) (int, error) {
-	c.awaiting.Store(true)
+	first := !c.awaiting.Load()
+	if first {
+		// The first write of a request: fasthttp has just noted the
+		// socket's local address in the Response (ParseNetConn), which is
+		// the key a failed round trip looks this connection up by.
+		c.awaiting.Store(true)
+		c.rekey()
+	}
 	_ = c.Conn.SetWriteDeadline(time.Now().Add(c.idle))
-	return c.Conn.Write(p)
+	before := c.Conn.LocalAddr()
+	n, err := c.Conn.Write(p)
+	if first {
+		// guardedConn may have replaced the socket with a fresh one.
+		c.reused.Store(c.answered.Load() && sameAddr(before, c.Conn.LocalAddr()))
+	}
+	return n, err
 }
 
 func (c *deadlineConn) Read(p []byte) (int, error) {
@@ -44,6 +66,9 @@ func (c *deadlineConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if n > 0 {
 		c.awaiting.Store(false)
+		if !c.answered.Load() {
+			c.answered.Store(true)
+		}
 	}
 	return n, err
 }
@@ -64,7 +89,7 @@ func (c *deadlineConn) SetDeadline(time.Time) error { return nil }
 // parsed into canonical form, so that ORCA, X-Request-Id and hop-by-hop
 // headers are found whatever case the model server wrote (uvicorn writes
 // lowercase).
-func newHostClient(addr string, tls bool, up config.Upstream) *fasthttp.HostClient {
+func newHostClient(addr string, tls bool, up config.Upstream, conns *connTable) *fasthttp.HostClient {
 	connect := up.ConnectTimeout.D()
 	firstByte, idle := up.FirstByteTimeout.D(), up.IdleTimeout.D()
 	dialer := &net.Dialer{Timeout: connect, KeepAlive: 30 * time.Second}
@@ -80,7 +105,7 @@ func newHostClient(addr string, tls bool, up config.Upstream) *fasthttp.HostClie
 				// Never reuse a socket with unread bytes or a tunnel.
 				c = newGuardedConn(c, func() (net.Conn, error) { return dialer.Dial("tcp", a) })
 			}
-			return &deadlineConn{Conn: c, firstByte: firstByte, idle: idle}, nil
+			return conns.add(&deadlineConn{Conn: c, firstByte: firstByte, idle: idle, conns: conns}), nil
 		},
 		MaxConns:                      up.MaxConnsPerBackend,
 		MaxIdleConnDuration:           up.IdleConnTTL.D(),

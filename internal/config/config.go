@@ -82,6 +82,9 @@ type Upstream struct {
 	MaxConnsPerBackend int      `yaml:"max_conns_per_backend"` // default 1024
 	IdleConnTTL        Duration `yaml:"idle_conn_ttl"`         // default 4s (< vLLM's 5s keep-alive)
 	Retries            int      `yaml:"retries"`               // default 1: re-picks when nothing reached the backend
+	// RetryOnReset: re-pick a request whose connection failed after it was
+	// written and before any response byte (default true).
+	RetryOnReset bool `yaml:"retry_on_reset"`
 }
 
 // Route configures the routing policy and its scorers.

@@ -25,6 +25,7 @@ func Default() *Config {
 			MaxConnsPerBackend: 1024,
 			IdleConnTTL:        Duration(4 * time.Second),
 			Retries:            1,
+			RetryOnReset:       true,
 		},
 		Route: Route{
 			Policy: PolicyProbe,

@@ -92,11 +92,28 @@ func (s *Server) Close() error {
 }
 
 func (s *Server) closeLocked() error {
+	return s.killLocked(true)
+}
+
+// Crash kills the server as SIGKILL kills a process: like Close, except that
+// the kernel closes each connection the usual way (FIN) instead of resetting
+// it, as it does for sockets with no unread data. A peer that writes on such
+// a connection later, as a proxy reusing a pooled keep-alive connection
+// does, gets the request accepted by its own kernel and then an EOF or reset
+// instead of the first response byte. Crashing a stopped server does
+// nothing; Restart brings it back.
+func (s *Server) Crash() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.killLocked(false)
+}
+
+func (s *Server) killLocked(reset bool) error {
 	g := s.gen.Load()
 	if g == nil || !g.closed.CompareAndSwap(false, true) {
 		return nil
 	}
-	return g.shutdown()
+	return g.shutdown(reset)
 }
 
 // Restart kills the server if it runs, then listens again on the same address with
@@ -213,10 +230,10 @@ func (g *generation) connState(c net.Conn, st http.ConnState) {
 	}
 }
 
-func (g *generation) shutdown() error {
+func (g *generation) shutdown(reset bool) error {
 	g.connMu.Lock()
 	for c := range g.conns {
-		if tc, ok := c.(*net.TCPConn); ok {
+		if tc, ok := c.(*net.TCPConn); ok && reset {
 			_ = tc.SetLinger(0) // Close now sends RST, as a dying pod's kernel would
 		}
 	}

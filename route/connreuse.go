@@ -1,0 +1,72 @@
+package route
+
+import (
+	"net"
+	"sync"
+)
+
+// connTable holds a backend's open upstream connections by local address,
+// so that a failed round trip (whose Response still names the local address
+// of the connection it used) can tell a reused keep-alive connection from a
+// fresh one: a stale pooled connection to a pod that restarted or died says
+// nothing about the pod as it is now. It costs a map write per connection
+// (and per socket replacement), nothing per request. Safe for concurrent
+// use.
+type connTable struct {
+	m sync.Map // local address string -> *deadlineConn
+}
+
+// add registers c under its local address and returns it.
+func (t *connTable) add(c *deadlineConn) *deadlineConn {
+	c.keyAddr = c.Conn.LocalAddr()
+	c.key = c.keyAddr.String()
+	t.m.Store(c.key, c)
+	return c
+}
+
+// take reports whether the request that just failed on the connection at
+// local address laddr went out on a socket that had already carried a
+// response, i.e. one taken from the idle pool, and forgets the connection
+// (fasthttp closes a connection whose round trip failed). A nil address
+// (the round trip never got a connection) is not reused.
+func (t *connTable) take(laddr net.Addr) bool {
+	if laddr == nil {
+		return false
+	}
+	key := laddr.String()
+	v, ok := t.m.Load(key)
+	if !ok {
+		return false
+	}
+	c := v.(*deadlineConn)
+	t.m.CompareAndDelete(key, c)
+	return c.reused.Load()
+}
+
+// rekey moves c to its socket's current local address when the socket was
+// replaced (guardedConn redials). Called at the start of each request.
+// A socket's LocalAddr is the same value for its whole life, so the common
+// case is one interface comparison and no allocation.
+func (c *deadlineConn) rekey() {
+	a := c.Conn.LocalAddr()
+	if a == nil || a == c.keyAddr {
+		return
+	}
+	c.conns.m.CompareAndDelete(c.key, c)
+	c.keyAddr, c.key = a, a.String()
+	c.conns.m.Store(c.key, c)
+}
+
+// Close closes the connection. It forgets it at once unless a request is
+// awaiting its first response byte: then the round trip is failing, and
+// its error path takes the entry (connTable.take) to learn whether the
+// connection was reused.
+func (c *deadlineConn) Close() error {
+	if !c.awaiting.Load() {
+		c.conns.m.CompareAndDelete(c.key, c)
+	}
+	return c.Conn.Close()
+}
+
+// sameAddr reports whether a and b are the same socket's address value.
+func sameAddr(a, b net.Addr) bool { return a != nil && a == b }
