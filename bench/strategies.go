@@ -50,7 +50,8 @@ func isProbe(s string) bool { return strings.HasPrefix(s, Probe) }
 //   - cached: EPP's defaults: scrape every 50 ms, fixed interval, weights
 //     queue 2, kv 2, prefix 3 (lora 1), max-score pick over all servers;
 //   - cached_adaptive: cached with scrape.adaptive (interval follows the
-//     QPS this proxy sends each backend, 50 ms .. 5 s);
+//     QPS this proxy sends each backend, between scrape.min_interval,
+//     50 ms, and scrape.max_interval, config.Default's 1 s);
 //   - probe: the default configuration (d=2, 5 ms deadline, 1 hedge);
 //   - probe_nohedge: probe with probe.hedges 0;
 //   - oracle, oracle_jsq: cached (or cached on queue alone) over views of

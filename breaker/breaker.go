@@ -112,6 +112,7 @@ type transition struct{ from, to State }
 type Breaker struct {
 	// Immutable after New.
 	name     string
+	cfg      config.Breaker
 	cb       *gobreaker.TwoStepCircuitBreaker[struct{}]
 	openFor  time.Duration
 	epoch    time.Time // origin of openUntil, so that it uses the monotonic clock
@@ -137,8 +138,8 @@ type Breaker struct {
 }
 
 // New returns the breaker of the backend called name, configured by cfg
-// (which should have passed config.Validate; counts below 1 are taken as 1
-// and a non-positive open_for as gobreaker's default of 60s).
+// (which must have passed config.Validate: the breaker converts, it does not
+// default or re-check).
 //
 // onChange, if not nil, is called exactly once per state transition, in
 // order, with the breaker's name. It is never called with a lock held, so it
@@ -151,19 +152,17 @@ type Breaker struct {
 func New(name string, cfg config.Breaker, onChange func(name string, from, to State)) *Breaker {
 	b := &Breaker{
 		name:     name,
+		cfg:      cfg,
 		openFor:  cfg.OpenFor.D(),
 		epoch:    time.Now(),
 		onChange: onChange,
 		errOpen:  fmt.Errorf("backend %s: %w", name, ErrOpen),
 		errFull:  fmt.Errorf("backend %s: %w (half-open, trial requests in flight)", name, ErrOpen),
 	}
-	if b.openFor <= 0 {
-		b.openFor = 60 * time.Second // gobreaker's default for Timeout <= 0
-	}
-	failures := uint32(max(1, cfg.ConsecutiveFailures))
+	failures := uint32(cfg.ConsecutiveFailures)
 	b.cb = gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
 		Name:        name,
-		MaxRequests: uint32(max(1, cfg.HalfOpenRequests)),
+		MaxRequests: uint32(cfg.HalfOpenRequests),
 		Interval:    0, // never clear counts while closed: only consecutive failures matter
 		Timeout:     b.openFor,
 		ReadyToTrip: func(c gobreaker.Counts) bool {
@@ -242,6 +241,9 @@ func (b *Breaker) deliver(batch []transition) {
 
 // Name returns the name given to New.
 func (b *Breaker) Name() string { return b.name }
+
+// Config returns the configuration the breaker runs with.
+func (b *Breaker) Config() config.Breaker { return b.cfg }
 
 // Allow asks to send one request to the backend. If the breaker admits it,
 // Allow returns done, which the caller must call exactly once with the

@@ -367,11 +367,10 @@ func TestStrings(t *testing.T) {
 	}
 }
 
-func TestClampsUnvalidatedConfig(t *testing.T) {
-	b := New("b", config.Breaker{}, nil)
-	report(t, b, Failure) // consecutive_failures 0 is taken as 1
-	if s := b.State(); s != Open {
-		t.Fatalf("State = %v, want open", s)
+func TestConfigIsWhatItRunsWith(t *testing.T) {
+	c := cfg(3, 2, 7*time.Second)
+	if got := New("b", c, nil).Config(); got != c {
+		t.Fatalf("Config() = %+v, want %+v", got, c)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/probegate/probegate/internal/config"
@@ -22,50 +21,32 @@ type ProberConfig struct {
 	// clamped to [200µs, Deadline] (see hedge.go).
 	AutoHedge bool
 	Hedges    int           // spares probed after HedgeAfter; 0 disables hedging
-	Quorum    int           // answers to wait for; 0 = len(cands)-1, at least 1
+	Quorum    int           // answers to wait for; 0 = config.DefaultQuorum(len(cands))
 	FreshFor  time.Duration // candidates with a report younger than this are not probed
 }
 
-// ProberConfigFrom builds a ProberConfig from the probe section of the
-// configuration and route.d. The config package applies defaults and
-// validates; this only converts, and rejects what it cannot convert.
+// ProberConfigFrom converts the probe section of a validated configuration
+// and route.d. It only converts: internal/config owns the defaults, the
+// bounds, the one parser of probe.hedge_after (Probe.HedgeDelay) and the
+// quorum rule (Probe.QuorumFor). It fails only on what it cannot convert.
 func ProberConfigFrom(c config.Probe, d int) (ProberConfig, error) {
 	ep, err := ParseEndpoint(c.Endpoint)
 	if err != nil {
 		return ProberConfig{}, fmt.Errorf("probe.endpoint: %w", err)
 	}
-	pc := ProberConfig{
-		Endpoint: ep,
-		Deadline: c.Deadline.D(),
-		Hedges:   c.Hedges,
-		Quorum:   c.Quorum,
-		FreshFor: c.FreshFor.D(),
+	hedge, auto, err := c.HedgeDelay()
+	if err != nil {
+		return ProberConfig{}, fmt.Errorf("probe.hedge_after: %w", err)
 	}
-	if pc.Deadline <= 0 {
-		return ProberConfig{}, errors.New("probe.deadline: must be > 0")
-	}
-	switch h := strings.TrimSpace(c.HedgeAfter); h {
-	case "", "auto":
-		pc.AutoHedge = true
-	default:
-		pc.HedgeAfter, err = time.ParseDuration(h)
-		if err != nil || pc.HedgeAfter < 0 {
-			return ProberConfig{}, fmt.Errorf("probe.hedge_after: %q is neither a duration >= 0 nor \"auto\"", h)
-		}
-	}
-	if pc.Hedges < 0 {
-		return ProberConfig{}, errors.New("probe.hedges: must be >= 0")
-	}
-	if pc.Quorum < 0 {
-		return ProberConfig{}, errors.New("probe.quorum: must be >= 0")
-	}
-	if pc.Quorum == 0 {
-		pc.Quorum = max(d-1, 1)
-	}
-	if pc.FreshFor < 0 {
-		return ProberConfig{}, errors.New("probe.fresh_for: must be >= 0")
-	}
-	return pc, nil
+	return ProberConfig{
+		Endpoint:   ep,
+		Deadline:   c.Deadline.D(),
+		HedgeAfter: hedge,
+		AutoHedge:  auto,
+		Hedges:     c.Hedges,
+		Quorum:     c.QuorumFor(d),
+		FreshFor:   c.FreshFor.D(),
+	}, nil
 }
 
 // Prober runs the synchronous, hedged, deadline-bounded probes of the
@@ -82,7 +63,8 @@ type Prober struct {
 // NewProber returns a Prober. obs may be nil (NopObserver) and now nil
 // (time.Now). now stamps reports and judges freshness; timers (HedgeAfter,
 // Deadline) use the time package, so tests virtualise both with
-// testing/synctest. A Deadline <= 0 is replaced by 5ms.
+// testing/synctest. cfg.Deadline must be > 0 (config.Validate guarantees
+// it for ProberConfigFrom's result); NewProber panics otherwise.
 func NewProber(cfg ProberConfig, f Fetcher, obs Observer, now func() time.Time) *Prober {
 	if obs == nil {
 		obs = NopObserver{}
@@ -91,7 +73,7 @@ func NewProber(cfg ProberConfig, f Fetcher, obs Observer, now func() time.Time) 
 		now = time.Now
 	}
 	if cfg.Deadline <= 0 {
-		cfg.Deadline = 5 * time.Millisecond
+		panic("probe: NewProber: ProberConfig.Deadline must be > 0")
 	}
 	cfg.Hedges = max(cfg.Hedges, 0)
 	return &Prober{cfg: cfg, f: f, obs: obs, now: now, est: newHedgeEstimator(cfg.Deadline)}
@@ -164,7 +146,7 @@ func (p *Prober) Run(ctx context.Context, cands, spares []*State) Result {
 	var res Result
 	quorum := p.cfg.Quorum
 	if quorum <= 0 {
-		quorum = max(len(cands)-1, 1)
+		quorum = config.DefaultQuorum(len(cands))
 	}
 
 	// Freshness is judged once, at start; fresh[i] remembers it.

@@ -24,12 +24,12 @@ type ScrapeConfig struct {
 	StaleAfter time.Duration
 }
 
-// ScrapeConfigFrom converts the scrape section of the configuration. Zero
-// values get the documented defaults (interval 1s, min_interval 50ms,
-// max_interval 5s, timeout 1s, stale_after 2s); bounds are ordered
-// so that MinInterval <= Interval <= MaxInterval.
+// ScrapeConfigFrom converts the scrape section of a validated
+// configuration. It only converts: internal/config owns the defaults
+// (config.Default) and the bounds (Config.Validate guarantees positive
+// durations and, when adaptive, MinInterval <= Interval <= MaxInterval).
 func ScrapeConfigFrom(c config.Scrape) ScrapeConfig {
-	sc := ScrapeConfig{
+	return ScrapeConfig{
 		Interval:    c.Interval.D(),
 		MinInterval: c.MinInterval.D(),
 		MaxInterval: c.MaxInterval.D(),
@@ -37,28 +37,6 @@ func ScrapeConfigFrom(c config.Scrape) ScrapeConfig {
 		Adaptive:    c.Adaptive,
 		StaleAfter:  c.StaleAfter.D(),
 	}
-	return sc.withDefaults()
-}
-
-func (c ScrapeConfig) withDefaults() ScrapeConfig {
-	if c.Interval <= 0 {
-		c.Interval = time.Second
-	}
-	if c.MinInterval <= 0 {
-		c.MinInterval = 50 * time.Millisecond
-	}
-	if c.MaxInterval <= 0 {
-		c.MaxInterval = 5 * time.Second
-	}
-	if c.Timeout <= 0 {
-		c.Timeout = time.Second
-	}
-	if c.StaleAfter <= 0 {
-		c.StaleAfter = 2 * time.Second
-	}
-	c.MinInterval = min(c.MinInterval, c.Interval)
-	c.MaxInterval = max(c.MaxInterval, c.Interval)
-	return c
 }
 
 // RequestsPerScrape is the adaptive scraper's target: about one scrape per
@@ -110,13 +88,19 @@ type Scraper struct {
 	wg     sync.WaitGroup // every loop ever started
 }
 
-// NewScraper returns a Scraper with no backends. obs may be nil.
+// NewScraper returns a Scraper with no backends. cfg must be valid (as
+// ScrapeConfigFrom of a validated configuration is): Interval and Timeout
+// > 0, and with Adaptive, 0 < MinInterval <= Interval <= MaxInterval.
+// obs may be nil.
 func NewScraper(cfg ScrapeConfig, f Fetcher, ep Endpoint, obs Observer, log zerolog.Logger) *Scraper {
 	if obs == nil {
 		obs = NopObserver{}
 	}
-	return &Scraper{cfg: cfg.withDefaults(), f: f, ep: ep, obs: obs, log: log, loops: make(map[*State]context.CancelFunc)}
+	return &Scraper{cfg: cfg, f: f, ep: ep, obs: obs, log: log, loops: make(map[*State]context.CancelFunc)}
 }
+
+// Config returns the configuration the Scraper runs with.
+func (sc *Scraper) Config() ScrapeConfig { return sc.cfg }
 
 // Add starts the scrape loop of s; the first scrape happens at once. Adding
 // a State twice, or after Close, does nothing.

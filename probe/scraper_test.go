@@ -47,15 +47,17 @@ func (o *countObserver) scrape(outcome string) int {
 	return o.scrapes[outcome]
 }
 
+// ScrapeConfigFrom converts and nothing else: the defaults are
+// internal/config's, never the probe package's.
 func TestScrapeConfigFrom(t *testing.T) {
-	got := ScrapeConfigFrom(config.Scrape{Adaptive: true})
-	want := ScrapeConfig{Interval: time.Second, MinInterval: 50 * ms, MaxInterval: 5 * time.Second, Timeout: time.Second, Adaptive: true, StaleAfter: 2 * time.Second}
+	d := config.Default().Scrape
+	got := ScrapeConfigFrom(d)
+	want := ScrapeConfig{Interval: d.Interval.D(), MinInterval: d.MinInterval.D(), MaxInterval: d.MaxInterval.D(), Timeout: d.Timeout.D(), Adaptive: d.Adaptive, StaleAfter: d.StaleAfter.D()}
 	if got != want {
-		t.Errorf("defaults: %+v", got)
+		t.Errorf("ScrapeConfigFrom(config.Default().Scrape) = %+v, want %+v", got, want)
 	}
-	got = ScrapeConfigFrom(config.Scrape{Interval: config.Duration(10 * time.Second), MinInterval: config.Duration(ms), MaxInterval: config.Duration(2 * time.Second), Timeout: config.Duration(ms)})
-	if got.MaxInterval != 10*time.Second || got.MinInterval != ms || got.Timeout != ms {
-		t.Errorf("ordered bounds: %+v", got)
+	if got := ScrapeConfigFrom(config.Scrape{}); got != (ScrapeConfig{}) {
+		t.Errorf("a zero section must convert to zeros (no second set of defaults), got %+v", got)
 	}
 }
 
@@ -138,7 +140,7 @@ func TestScraperFixed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFakeFetcher()
 		obs := newCountObserver()
-		sc := NewScraper(ScrapeConfig{Interval: 100 * ms}, f, EndpointLoad, obs, zerolog.Nop())
+		sc := NewScraper(ScrapeConfig{Interval: 100 * ms, Timeout: time.Second}, f, EndpointLoad, obs, zerolog.Nop())
 		s := NewState("b")
 		sc.Add(s)
 		time.Sleep(time.Second + ms)

@@ -10,7 +10,7 @@ import "time"
 // NextInterval is the adaptive scrape rule of the Scraper (see
 // nextInterval): the next interval after cur when the dispatch rate to the
 // backend, averaged as the Scraper averages it (UpdateRate), is rate
-// requests/s. c should come from ScrapeConfigFrom (defaults applied).
+// requests/s. c should come from ScrapeConfigFrom of a validated configuration.
 func (c ScrapeConfig) NextInterval(cur time.Duration, rate float64) time.Duration {
 	return c.nextInterval(cur, max(rate, 0))
 }

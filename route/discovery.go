@@ -22,9 +22,6 @@ func (p *Proxy) startDNSLocked(cfg *config.Config) {
 		return
 	}
 	refresh := cfg.Backends.DNSRefresh.D()
-	if refresh <= 0 {
-		refresh = 5 * time.Second
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	p.dnsCancel, p.dnsDone = cancel, done

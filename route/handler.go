@@ -9,6 +9,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/probegate/probegate/breaker"
+	"github.com/probegate/probegate/internal/config"
 )
 
 // reqCtx is the per-request scratch space of the handler, pooled so that a
@@ -17,7 +18,7 @@ type reqCtx struct {
 	ex    extractor
 	info  RequestInfo
 	pick  Scratch
-	tried [maxRetries + 1]*Backend
+	tried [config.MaxRetries + 1]*Backend
 	id    []byte
 	xff   []byte
 }

@@ -172,8 +172,13 @@ func New(opts Options) (*Proxy, error) {
 }
 
 // buildSettings resolves cfg into the request path's settings and checks
-// that a Picker can be built from them.
+// that a Picker can be built from them. cfg is validated first, by
+// internal/config (the one owner of bounds): the proxy refuses exactly what
+// -check refuses.
 func (p *Proxy) buildSettings(cfg *config.Config) (*settings, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	pc := PickerConfigFrom(cfg)
 	reports := PolicyReadsReports(pc.Policy) && p.views == nil
 	set := &settings{
@@ -181,7 +186,7 @@ func (p *Proxy) buildSettings(cfg *config.Config) (*settings, error) {
 		pc:           pc,
 		reports:      reports,
 		orca:         cfg.Probe.ORCA && reports,
-		retries:      min(cfg.Upstream.Retries, maxRetries),
+		retries:      cfg.Upstream.Retries,
 		retryOnReset: cfg.Upstream.RetryOnReset,
 		blockChars:   cfg.Route.Prefix.BlockChars,
 		maxBlocks:    cfg.Route.Prefix.MaxBlocks,
@@ -224,9 +229,6 @@ func (p *Proxy) publish(set *settings, pool *Pool) error {
 	p.snap.Store(&snapshot{set: set, pool: pool, picker: pk})
 	return nil
 }
-
-// maxRetries bounds upstream.retries.
-const maxRetries = 4
 
 // Reload applies a new, already validated configuration: policy, weights,
 // probing and backends change for the next request; in-flight requests

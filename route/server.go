@@ -12,6 +12,13 @@ import (
 	"github.com/probegate/probegate/internal/config"
 )
 
+// clientIdleTimeout closes a client's keep-alive connection after this long
+// without a request. It is not a config key: it only bounds idle sockets,
+// and it is longer than the 60 s idle timeouts of common load balancers in
+// front of the proxy (AWS ALB, GCP), so they close first and never send
+// on a connection the proxy is closing.
+const clientIdleTimeout = 90 * time.Second
+
 // newServer builds the client-facing fasthttp server. There is no write
 // timeout (it would cut long streams: bodyStream re-arms a per-chunk write
 // deadline instead); ReadTimeout bounds reading a request, so trickling
@@ -21,18 +28,14 @@ func (p *Proxy) newServer(cfg *config.Config) *fasthttp.Server {
 	if maxBody > int64(^uint32(0)>>1) {
 		maxBody = int64(^uint32(0) >> 1)
 	}
-	hdr := cfg.Server.MaxHeaderBytes
-	if hdr <= 0 {
-		hdr = 64 << 10
-	}
 	return &fasthttp.Server{
 		Name:               "probegate",
 		Handler:            p.Handle,
 		ErrorHandler:       p.handleParseError,
 		ReadTimeout:        cfg.Server.ReadTimeout.D(),
-		IdleTimeout:        90 * time.Second,
+		IdleTimeout:        clientIdleTimeout,
 		MaxRequestBodySize: int(maxBody),
-		ReadBufferSize:     hdr,
+		ReadBufferSize:     cfg.Server.MaxHeaderBytes,
 		// Header names are parsed into canonical form, so that every
 		// lookup and deletion of the proxy matches any case (RFC 9110
 		// section 5.1); see hdrRequestID.

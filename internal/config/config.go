@@ -81,7 +81,7 @@ type Upstream struct {
 	IdleTimeout        Duration `yaml:"idle_timeout"`          // default 60s: max silence inside a streamed body
 	MaxConnsPerBackend int      `yaml:"max_conns_per_backend"` // default 1024
 	IdleConnTTL        Duration `yaml:"idle_conn_ttl"`         // default 4s (< vLLM's 5s keep-alive)
-	Retries            int      `yaml:"retries"`               // default 1: re-picks when nothing reached the backend
+	Retries            int      `yaml:"retries"`               // default 1, at most MaxRetries: re-picks when nothing reached the backend
 	// RetryOnReset: re-pick a request whose connection failed after it was
 	// written and before any response byte (default true).
 	RetryOnReset bool `yaml:"retry_on_reset"`
@@ -90,7 +90,7 @@ type Upstream struct {
 // Route configures the routing policy and its scorers.
 type Route struct {
 	Policy     string     `yaml:"policy"` // probe | cached | least_inflight | round_robin | random; default probe
-	D          int        `yaml:"d"`      // default 2
+	D          int        `yaml:"d"`      // default 2, at most MaxD
 	Weights    Weights    `yaml:"weights"`
 	Saturation Saturation `yaml:"saturation"`
 	Prefix     Prefix     `yaml:"prefix"`
@@ -128,7 +128,7 @@ type Probe struct {
 	Endpoint   string   `yaml:"endpoint"`    // metrics | load; default metrics
 	Deadline   Duration `yaml:"deadline"`    // default 5ms
 	HedgeAfter string   `yaml:"hedge_after"` // duration or "auto"; default "auto"
-	Hedges     int      `yaml:"hedges"`      // default 1
+	Hedges     int      `yaml:"hedges"`      // default 1, at most MaxD
 	Quorum     int      `yaml:"quorum"`      // default 2; 0 = d-1, at least 1; above d+hedges = every probe
 	FreshFor   Duration `yaml:"fresh_for"`   // default 2ms
 	ORCA       bool     `yaml:"orca"`        // default true
@@ -139,7 +139,7 @@ type Scrape struct {
 	Interval    Duration `yaml:"interval"`     // default 1s
 	Adaptive    bool     `yaml:"adaptive"`     // default true
 	MinInterval Duration `yaml:"min_interval"` // default 50ms
-	MaxInterval Duration `yaml:"max_interval"` // default 5s
+	MaxInterval Duration `yaml:"max_interval"` // default 1s
 	Timeout     Duration `yaml:"timeout"`      // default 1s
 	StaleAfter  Duration `yaml:"stale_after"`  // default 2s
 }

@@ -77,8 +77,11 @@ func TestValidate(t *testing.T) {
 		{"idle_conn_ttl zero", func(c *Config) { c.Upstream.IdleConnTTL = 0 }, `upstream.idle_conn_ttl: must be > 0`},
 		{"idle_conn_ttl vllm", func(c *Config) { c.Upstream.IdleConnTTL = Duration(5 * time.Second) }, `upstream.idle_conn_ttl: should be < 5s (vLLM closes idle connections at 5s)`},
 		{"retries", func(c *Config) { c.Upstream.Retries = -1 }, `upstream.retries: must be >= 0`},
+		{"retries above bound", func(c *Config) { c.Upstream.Retries = MaxRetries + 1 }, `upstream.retries: must be <= 4`},
 		{"policy", func(c *Config) { c.Route.Policy = "p2c" }, `route.policy: must be one of probe, cached, least_inflight, round_robin, random, got "p2c"`},
 		{"d", func(c *Config) { c.Route.D = 0 }, `route.d: must be >= 1`},
+		{"d above bound", func(c *Config) { c.Route.D = 100 }, `route.d: must be <= 64`},
+		{"hedges above bound", func(c *Config) { c.Probe.Hedges = 65 }, `probe.hedges: must be <= 64`},
 		{"weight queue", func(c *Config) { c.Route.Weights.Queue = -1 }, `route.weights.queue: must be a finite number >= 0`},
 		{"weight kv nan", func(c *Config) { c.Route.Weights.KVCache = nan() }, `route.weights.kv_cache: must be a finite number >= 0`},
 		{"weight prefix inf", func(c *Config) { c.Route.Weights.Prefix = inf() }, `route.weights.prefix: must be a finite number >= 0`},
@@ -384,18 +387,20 @@ func TestProbeHelpers(t *testing.T) {
 		hedge     string
 		wantD     time.Duration
 		wantAuto  bool
+		wantErr   bool
 		quorum, d int
 		wantQ     int
 	}{
-		{"auto", 0, true, 0, 2, 1},
-		{"2ms", 2 * time.Millisecond, false, 0, 1, 1},
-		{"0s", 0, false, 0, 4, 3},
-		{"junk", 0, false, 3, 2, 3},
+		{"auto", 0, true, false, 0, 2, 1},
+		{"2ms", 2 * time.Millisecond, false, false, 0, 1, 1},
+		{"0s", 0, false, false, 0, 4, 3},
+		{"junk", 0, false, true, 3, 2, 3},
+		{"-1ms", 0, false, true, 0, 3, 2},
 	}
 	for _, tt := range tests {
 		p := Probe{HedgeAfter: tt.hedge, Quorum: tt.quorum}
-		if d, auto := p.HedgeDelay(); d != tt.wantD || auto != tt.wantAuto {
-			t.Errorf("HedgeDelay(%q) = %v, %v; want %v, %v", tt.hedge, d, auto, tt.wantD, tt.wantAuto)
+		if d, auto, err := p.HedgeDelay(); d != tt.wantD || auto != tt.wantAuto || (err != nil) != tt.wantErr {
+			t.Errorf("HedgeDelay(%q) = %v, %v, %v; want %v, %v, error %v", tt.hedge, d, auto, err, tt.wantD, tt.wantAuto, tt.wantErr)
 		}
 		if q := p.QuorumFor(tt.d); q != tt.wantQ {
 			t.Errorf("Quorum %d QuorumFor(%d) = %d, want %d", tt.quorum, tt.d, q, tt.wantQ)

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"slices"
 	"time"
 )
@@ -20,6 +21,11 @@ const (
 	EndpointLoad    = "load"    // vLLM's JSON /load
 )
 
+// MaxRetries bounds upstream.retries: the handler remembers the backends it
+// tried in a fixed array, and re-picking more than four times for a request
+// that never left only delays its error.
+const MaxRetries = 4
+
 // MaxD bounds route.d and probe.hedges: the router keeps its per-request
 // scratch space in fixed arrays of this size, so a decision never
 // allocates. Sampling more than 64 candidates per request would defeat
@@ -37,25 +43,30 @@ var policies = []string{PolicyProbe, PolicyCached, PolicyLeastInflight, PolicyRo
 func Policies() []string { return slices.Clone(policies) }
 
 // HedgeDelay interprets probe.hedge_after (it cannot be named HedgeAfter:
-// that is the field). auto is true for "auto" (d is then
-// 0 and the prober picks the delay); otherwise d is the fixed delay. On a
-// Probe that has not passed Validate, an unparsable value yields (0, false).
-func (p Probe) HedgeDelay() (d time.Duration, auto bool) {
+// that is the field); it is the one parser of that key, used by Validate
+// and by the prober's conversion. auto is true for "auto" (d is then 0 and
+// the prober picks the delay); otherwise d is the fixed delay. It fails on
+// anything but "auto" or a duration >= 0.
+func (p Probe) HedgeDelay() (d time.Duration, auto bool, err error) {
 	if p.HedgeAfter == HedgeAuto {
-		return 0, true
+		return 0, true, nil
 	}
-	d, err := time.ParseDuration(p.HedgeAfter)
-	if err != nil {
-		return 0, false
+	d, err = time.ParseDuration(p.HedgeAfter)
+	if err != nil || d < 0 {
+		return 0, false, fmt.Errorf("must be a duration or %q, got %q", HedgeAuto, p.HedgeAfter)
 	}
-	return d, false
+	return d, false, nil
 }
 
 // QuorumFor returns how many probe answers end probing when d candidates are
-// sampled: probe.quorum if set, else d-1, and never less than 1.
+// sampled: probe.quorum if set, else DefaultQuorum(d).
 func (p Probe) QuorumFor(d int) int {
 	if p.Quorum > 0 {
 		return p.Quorum
 	}
-	return max(1, d-1)
+	return DefaultQuorum(d)
 }
+
+// DefaultQuorum is the quorum of probe.quorum 0 with d candidates: d-1,
+// and never less than 1 (wait for all but the slowest candidate).
+func DefaultQuorum(d int) int { return max(1, d-1) }

@@ -188,6 +188,7 @@ func validate(c *Config) Errors {
 		v.add("upstream.idle_conn_ttl", "should be < 5s (vLLM closes idle connections at 5s)")
 	}
 	v.atLeast("upstream.retries", int64(u.Retries), 0)
+	v.atMost("upstream.retries", int64(u.Retries), MaxRetries)
 
 	r := c.Route
 	v.oneOf("route.policy", r.Policy, policies...)
@@ -209,14 +210,11 @@ func validate(c *Config) Errors {
 	p := c.Probe
 	v.oneOf("probe.endpoint", p.Endpoint, EndpointMetrics, EndpointLoad)
 	v.positive("probe.deadline", p.Deadline)
-	if p.HedgeAfter != HedgeAuto {
-		d, err := time.ParseDuration(p.HedgeAfter)
-		switch {
-		case err != nil || d < 0:
-			v.add("probe.hedge_after", "must be a duration or \"auto\", got %q", p.HedgeAfter)
-		case p.Deadline > 0 && d >= p.Deadline.D():
-			v.add("probe.hedge_after", "must be < probe.deadline")
-		}
+	switch d, auto, err := p.HedgeDelay(); {
+	case err != nil:
+		v.add("probe.hedge_after", "%v", err)
+	case !auto && p.Deadline > 0 && d >= p.Deadline.D():
+		v.add("probe.hedge_after", "must be < probe.deadline")
 	}
 	v.atLeast("probe.hedges", int64(p.Hedges), 0)
 	v.atMost("probe.hedges", int64(p.Hedges), MaxD)
