@@ -2,6 +2,7 @@ package route
 
 import (
 	"context"
+	"errors"
 	"net"
 	"slices"
 	"sort"
@@ -10,11 +11,19 @@ import (
 	"github.com/probegate/probegate/internal/config"
 )
 
+// dnsLookupTimeout bounds one resolution of backends.dns.
+const dnsLookupTimeout = 2 * time.Second
+
 // startDNSLocked starts the loop that resolves backends.dns ("name:port",
-// typically a headless Kubernetes Service) every backends.dns_refresh and
-// publishes the resulting pool. A failed lookup keeps the previous pool (a
-// DNS outage must not empty the fleet); a transition to failing and back is
-// logged once each. Call with p.mu held.
+// typically a headless Kubernetes Service) at once and then every
+// backends.dns_refresh, and publishes the resulting pool. The lookup runs
+// without p.mu (a slow resolver must not stall settle, reap, Reload or
+// Close, which take it); only applying a changed answer takes the lock. A
+// failed lookup keeps the previous pool (a DNS outage must not empty the
+// fleet). The first failure is logged once (warn) and the recovery once
+// (info). p.dnsReady is closed once the first lookup is over, so that New
+// and Reload can wait for a pool without holding the lock. Call with p.mu
+// held.
 func (p *Proxy) startDNSLocked(cfg *config.Config) {
 	host, port, err := net.SplitHostPort(cfg.Backends.DNS)
 	if err != nil {
@@ -23,55 +32,105 @@ func (p *Proxy) startDNSLocked(cfg *config.Config) {
 	}
 	refresh := cfg.Backends.DNSRefresh.D()
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	p.dnsCancel, p.dnsDone = cancel, done
-	// Resolve once synchronously so the proxy starts with a pool.
-	p.resolveLocked(ctx, cfg, host, port, true)
+	done, ready := make(chan struct{}), make(chan struct{})
+	p.dnsCancel, p.dnsDone, p.dnsReady = cancel, done, ready
 	go func() {
 		defer close(done)
+		defer func() {
+			if ready != nil {
+				close(ready) // stopped before the first lookup ended
+			}
+		}()
 		t := time.NewTicker(refresh)
 		defer t.Stop()
 		failing := false
 		for {
+			failing = p.refreshDNS(ctx, cfg.Backends.DNS, host, port, failing)
+			if ready != nil {
+				close(ready)
+				ready = nil
+			}
 			select {
 			case <-ctx.Done():
 				return
 			case <-t.C:
 			}
-			p.mu.Lock()
-			if ctx.Err() == nil {
-				ok := p.resolveLocked(ctx, cfg, host, port, failing)
-				failing = !ok
-			}
-			p.mu.Unlock()
 		}
 	}()
 }
 
-// resolveLocked looks up host and applies the result. It returns false when
-// the lookup failed. Call with p.mu held.
-func (p *Proxy) resolveLocked(ctx context.Context, cfg *config.Config, host, port string, logOK bool) bool {
-	lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+// refreshDNS resolves host once without p.mu, logs a transition of the
+// lookup between failing and working, and applies a successful answer
+// under p.mu unless ctx was cancelled meanwhile (the loop was stopped: the
+// answer belongs to an old configuration). It returns whether lookups are
+// failing now.
+func (p *Proxy) refreshDNS(ctx context.Context, dns, host, port string, failing bool) bool {
+	addrs, err := p.resolve(ctx, host, port)
+	if ctx.Err() != nil {
+		return failing
+	}
+	switch {
+	case err != nil && !failing:
+		p.log.Warn().Err(err).Str("dns", host).Msg("backends.dns lookup failing; keeping the previous backends")
+	case err == nil && failing:
+		p.log.Info().Str("dns", host).Msg("backends.dns lookup recovered")
+	}
+	if err != nil {
+		return true
+	}
+	p.mu.Lock()
+	if ctx.Err() == nil {
+		p.applyDNSLocked(dns, host, addrs)
+	}
+	p.mu.Unlock()
+	return false
+}
+
+// resolve looks up host (bounded by dnsLookupTimeout) and returns the
+// sorted "ip:port" addresses. It takes no lock. An empty answer is an
+// error: it must not empty the pool.
+func (p *Proxy) resolve(ctx context.Context, host, port string) ([]string, error) {
+	lctx, cancel := context.WithTimeout(ctx, dnsLookupTimeout)
 	ips, err := p.lookup(lctx, host)
 	cancel()
-	if err != nil || len(ips) == 0 {
-		if logOK {
-			p.log.Warn().Err(err).Str("dns", host).Msg("backends.dns lookup failed; keeping the previous backends")
-		}
-		return false
+	if err != nil {
+		return nil, err
+	}
+	if len(ips) == 0 {
+		return nil, errors.New("no addresses")
 	}
 	addrs := make([]string, 0, len(ips))
 	for _, ip := range ips {
 		addrs = append(addrs, net.JoinHostPort(ip, port))
 	}
 	sort.Strings(addrs)
+	return addrs, nil
+}
+
+// applyDNSLocked publishes the pool for a resolved answer if it changed.
+// Call with p.mu held.
+func (p *Proxy) applyDNSLocked(dns, host string, addrs []string) {
 	if slices.Equal(addrs, p.dnsAddrs) {
-		return true
+		return
 	}
 	p.dnsAddrs = addrs
 	p.log.Info().Str("dns", host).Strs("backends", addrs).Msg("backends.dns resolved")
-	p.setBackendsLocked(p.snap.Load().set.cfg, dnsTargets(cfg.Backends.DNS, addrs))
-	return true
+	p.setBackendsLocked(p.snap.Load().set.cfg, dnsTargets(dns, addrs))
+}
+
+// awaitDNS waits, without p.mu, until the first lookup of a DNS loop just
+// started is over (bounded by dnsLookupTimeout), so that New and Reload
+// return with the resolved pool in place.
+func awaitDNS(ready <-chan struct{}) {
+	if ready == nil {
+		return
+	}
+	t := time.NewTimer(dnsLookupTimeout + 100*time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-ready:
+	case <-t.C:
+	}
 }
 
 // stopDNSLocked stops the DNS loop, if any. Call with p.mu held; it
@@ -81,7 +140,7 @@ func (p *Proxy) stopDNSLocked() {
 		return
 	}
 	cancel, done := p.dnsCancel, p.dnsDone
-	p.dnsCancel, p.dnsDone = nil, nil
+	p.dnsCancel, p.dnsDone, p.dnsReady = nil, nil, nil
 	cancel()
 	p.mu.Unlock()
 	<-done

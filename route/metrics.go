@@ -33,6 +33,12 @@ type Metrics struct {
 	decisions        [probe.SourceOracle + 1]prometheus.Counter
 	codeNames        sync.Map // int -> string, status code label cache
 	scrapeIntervalMu sync.Mutex
+
+	// Backends whose series were deleted (reaped) in the last goneFor,
+	// guarded by goneMu so that a scrape report racing the reap cannot
+	// recreate a series.
+	goneMu sync.Mutex
+	gone   map[string]time.Time
 }
 
 var _ probe.Observer = (*Metrics)(nil)
@@ -171,13 +177,58 @@ func (m *Metrics) Probe(outcome string, d time.Duration) {
 }
 
 // Scrape implements probe.Observer.
+// Reports about a backend already forgotten (a scrape that was in flight
+// when it was removed) are dropped.
 func (m *Metrics) Scrape(addr, outcome string) {
-	m.scrapesVec.WithLabelValues(addr, outcome).Inc()
+	m.goneMu.Lock()
+	if _, gone := m.gone[addr]; !gone {
+		m.scrapesVec.WithLabelValues(addr, outcome).Inc()
+	}
+	m.goneMu.Unlock()
 }
 
-// ScrapeInterval implements probe.Observer.
+// ScrapeInterval implements probe.Observer, dropping reports about
+// forgotten backends as Scrape does.
 func (m *Metrics) ScrapeInterval(addr string, d time.Duration) {
-	m.scrapeIntervalV.WithLabelValues(addr).Set(d.Seconds())
+	m.goneMu.Lock()
+	if _, gone := m.gone[addr]; !gone {
+		m.scrapeIntervalV.WithLabelValues(addr).Set(d.Seconds())
+	}
+	m.goneMu.Unlock()
+}
+
+// forget deletes every series labelled with backend addr, so that pod
+// churn does not grow /metrics without bound. Called when the backend is
+// reaped; a request counted on it after that (a race of microseconds)
+// increments a counter that is no longer exported.
+func (m *Metrics) forget(addr string) {
+	now := time.Now()
+	m.goneMu.Lock()
+	if m.gone == nil {
+		m.gone = make(map[string]time.Time)
+	}
+	for a, at := range m.gone {
+		if now.Sub(at) > goneFor {
+			delete(m.gone, a) // the table stays as small as the churn of a minute
+		}
+	}
+	m.gone[addr] = now
+	l := prometheus.Labels{"backend": addr}
+	m.requestsVec.DeletePartialMatch(l)
+	m.scrapesVec.DeletePartialMatch(l)
+	m.scrapeIntervalV.DeletePartialMatch(l)
+	m.goneMu.Unlock()
+}
+
+// goneFor is how long reports about a forgotten backend are dropped: far
+// longer than any scrape in flight when it was removed (scrape.timeout).
+const goneFor = time.Minute
+
+// revive undoes forget for a backend address that joins the pool again.
+func (m *Metrics) revive(addr string) {
+	m.goneMu.Lock()
+	delete(m.gone, addr)
+	m.goneMu.Unlock()
 }
 
 // poolCollector reports per-backend gauges read from the live pool at

@@ -88,6 +88,7 @@ type Proxy struct {
 	scraper   *probe.Scraper
 	dnsCancel context.CancelFunc
 	dnsDone   chan struct{}
+	dnsReady  chan struct{} // closed after the DNS loop's first lookup
 	dnsAddrs  []string
 	disc      discovery
 	closed    bool
@@ -163,11 +164,14 @@ func New(opts Options) (*Proxy, error) {
 	p.server = p.newServer(opts.Config)
 
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if err := p.applyBackendsLocked(opts.Config, nil); err != nil {
+		p.mu.Unlock()
 		p.scraper.Close()
 		return nil, err
 	}
+	ready := p.dnsReady
+	p.mu.Unlock()
+	awaitDNS(ready) // start with the resolved pool
 	return p, nil
 }
 
@@ -241,21 +245,31 @@ func (p *Proxy) Reload(cfg *config.Config) error {
 		return err
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.closed {
+		p.mu.Unlock()
 		return errors.New("route: proxy is shut down")
 	}
 	old := p.snap.Load()
 	if err := p.publish(set, old.pool); err != nil {
+		p.mu.Unlock()
 		return err // unreachable: buildSettings built a Picker already
 	}
+	ready := p.dnsReady
 	if err := p.applyBackendsLocked(cfg, old.set.cfg); err != nil {
 		// Discovery could not start: keep the old settings over the
 		// current pool.
-		if perr := p.publish(old.set, p.snap.Load().pool); perr != nil {
+		perr := p.publish(old.set, p.snap.Load().pool)
+		p.mu.Unlock()
+		if perr != nil {
 			return errors.Join(err, perr)
 		}
 		return err
+	}
+	started := p.dnsReady != ready
+	ready = p.dnsReady
+	p.mu.Unlock()
+	if started {
+		awaitDNS(ready) // a new DNS name: return with its pool
 	}
 	return nil
 }
@@ -310,6 +324,7 @@ func (p *Proxy) setBackendsLocked(cfg *config.Config, targets []Target) {
 		if b == nil || b.draining.Load() && b.closed.Load() {
 			b = p.newBackend(addr, u, tls, cfg)
 			p.backends[addr] = b
+			p.metrics.revive(addr)
 			p.log.Info().Str("backend", addr).Str("origin", t.Origin).Msg("backend added")
 		} else if b.draining.Load() {
 			b.draining.Store(false)
@@ -348,6 +363,7 @@ func (p *Proxy) reapLocked() {
 			b.closed.Store(true)
 			b.hc.CloseIdleConnections()
 			delete(p.backends, addr)
+			p.metrics.forget(addr)
 			p.log.Info().Str("backend", addr).Msg("backend drained")
 		}
 	}

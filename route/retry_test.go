@@ -301,4 +301,3 @@ func TestRetryNeverAfterTheFirstByte(t *testing.T) {
 		})
 	}
 }
-
