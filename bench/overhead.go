@@ -54,24 +54,24 @@ type OverheadResult struct {
 
 // OverheadTarget is one target's figures.
 type OverheadTarget struct {
-	Name        string    `json:"name"`
-	WrkRPS      float64   `json:"wrk_rps"`
-	WrkLatency  Quantiles `json:"wrk_latency_ms"`
+	Name       string    `json:"name"`
+	WrkRPS     float64   `json:"wrk_rps"`
+	WrkLatency Quantiles `json:"wrk_latency_ms"`
 	// WrkCPUusPerReq is the proxy's CPU time (user + system, all its
 	// processes) per request served under wrk, in microseconds: unlike
 	// req/s it does not depend on how much CPU the proxy got on a shared
 	// machine.
-	WrkCPUusPerReq float64 `json:"wrk_cpu_us_per_req,omitempty"`
-	GoRPS       float64   `json:"go_rps"`
-	GoLatency   Quantiles `json:"go_latency_ms"`
-	GoErrors    int64     `json:"go_errors"`
-	VsNginxWrk  float64   `json:"rps_vs_nginx_wrk"`
-	VsDirectWrk float64   `json:"rps_vs_direct_wrk"`
-	VsNginxGo   float64   `json:"rps_vs_nginx_go"`
-	VsDirectGo  float64   `json:"rps_vs_direct_go"`
-	P99VsNginx  float64   `json:"p99_vs_nginx_go"`
-	P99VsDirect float64   `json:"p99_vs_direct_go"`
-	Error       string    `json:"error,omitempty"`
+	WrkCPUusPerReq float64   `json:"wrk_cpu_us_per_req,omitempty"`
+	GoRPS          float64   `json:"go_rps"`
+	GoLatency      Quantiles `json:"go_latency_ms"`
+	GoErrors       int64     `json:"go_errors"`
+	VsNginxWrk     float64   `json:"rps_vs_nginx_wrk"`
+	VsDirectWrk    float64   `json:"rps_vs_direct_wrk"`
+	VsNginxGo      float64   `json:"rps_vs_nginx_go"`
+	VsDirectGo     float64   `json:"rps_vs_direct_go"`
+	P99VsNginx     float64   `json:"p99_vs_nginx_go"`
+	P99VsDirect    float64   `json:"p99_vs_direct_go"`
+	Error          string    `json:"error,omitempty"`
 }
 
 func (o *OverheadResult) target(name string) *OverheadTarget {

@@ -2,6 +2,7 @@ package route
 
 import (
 	"errors"
+	"io"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -11,8 +12,9 @@ import (
 )
 
 // forward sends the request to b and, once response headers arrive, hands
-// the body to the client as a stream. It returns nil when the response is
-// under way (bodyStream settles it). Otherwise nothing reached the client,
+// the body to the client: whole when it is small and not a stream (see
+// maxBufferedBody; settled at once), else as a stream. It returns nil when
+// the response is under way (bodyStream settles it) or settled. Otherwise nothing reached the client,
 // and it returns how the round trip failed with an error to map to a status:
 // ErrNotSent when the request never reached the backend whole (dial
 // failed, write failed), ErrReset when the connection closed after the
@@ -94,12 +96,17 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 	ctx.Response.Header.Del(hdrRequestID)
 	ctx.Response.Header.SetBytesV(hdrRequestID, rc.id)
 
+	sse := bytesHasPrefix(resp.Header.ContentType(), "text/event-stream")
+	if up := resp.BodyStream(); up != nil && bufferable(resp.Header.ContentLength(), sse) {
+		return p.forwardBuffered(ctx, rt, rc, b, resp, up, done, accounting{start: start, firstByte: p.now().Sub(start), status: status, code: status, dec: dec, attempt: attempt, idReplaced: idReplaced})
+	}
+
 	s := bodyStreamPool.Get().(*bodyStream)
 	s.p, s.b, s.resp, s.done = p, b, resp, done
 	s.up = resp.BodyStream()
 	s.client = ctx.Conn()
 	s.idle = rt.idle
-	s.sse = bytesHasPrefix(resp.Header.ContentType(), "text/event-stream")
+	s.sse = sse
 	s.acct = accounting{start: start, firstByte: p.now().Sub(start), status: status, code: status, dec: dec, attempt: attempt, idReplaced: idReplaced}
 	if rt.accessLog {
 		s.acct.id = string(rc.id)
@@ -116,6 +123,37 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 		size = len(body)
 	}
 	ctx.Response.SetBodyStream(s, size)
+	return failure{}, nil
+}
+
+// forwardBuffered answers with a small upstream body read whole, releases
+// the upstream response and settles the request. A body cut short is an
+// upstream failure the client learns of as an error status (nothing of the
+// answer reached it yet; the request reached the backend, so it is never
+// resent).
+func (p *Proxy) forwardBuffered(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *Backend, resp *fasthttp.Response, up io.Reader, done func(breaker.Outcome), a accounting) (failure, error) {
+	p.metrics.firstByte.Observe(a.firstByte.Seconds())
+	size := resp.Header.ContentLength()
+	err := readBuffered(up, size, &ctx.Response)
+	_ = resp.CloseBodyStream()
+	fasthttp.ReleaseResponse(resp)
+	if err != nil {
+		b.state.Finish()
+		done(breaker.Failure)
+		if b.draining.Load() {
+			p.reap()
+		}
+		if isTimeout(err) {
+			return failure{kind: failTimeout}, errors.Join(ErrUpstreamTimeout, err)
+		}
+		return failure{kind: failOther}, errors.Join(ErrUpstream, err)
+	}
+	a.bytes = int64(size)
+	a.outcome = outcomeForStatus(a.status)
+	if rt.accessLog {
+		a.id = string(rc.id)
+	}
+	p.settle(b, done, &a)
 	return failure{}, nil
 }
 

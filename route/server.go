@@ -19,10 +19,12 @@ import (
 // on a connection the proxy is closing.
 const clientIdleTimeout = 90 * time.Second
 
-// newServer builds the client-facing fasthttp server. There is no write
-// timeout (it would cut long streams: bodyStream re-arms a per-chunk write
-// deadline instead); ReadTimeout bounds reading a request, so trickling
-// clients are cut; oversized bodies and headers get vLLM-style envelopes.
+// newServer builds the client-facing fasthttp server. WriteTimeout
+// (upstream.idle_timeout) is armed once before each response is written,
+// which bounds a whole small response; a stream re-arms it as its chunks
+// flow (bodyStream), so it cuts only a client that stops reading.
+// ReadTimeout bounds reading a request, so trickling clients are cut;
+// oversized bodies and headers get vLLM-style envelopes.
 func (p *Proxy) newServer(cfg *config.Config) *fasthttp.Server {
 	maxBody := cfg.Server.MaxBodyBytes
 	if maxBody > int64(^uint32(0)>>1) {
@@ -33,6 +35,7 @@ func (p *Proxy) newServer(cfg *config.Config) *fasthttp.Server {
 		Handler:            p.Handle,
 		ErrorHandler:       p.handleParseError,
 		ReadTimeout:        cfg.Server.ReadTimeout.D(),
+		WriteTimeout:       cfg.Upstream.IdleTimeout.D(),
 		IdleTimeout:        clientIdleTimeout,
 		MaxRequestBodySize: int(maxBody),
 		ReadBufferSize:     cfg.Server.MaxHeaderBytes,

@@ -34,6 +34,7 @@ type bodyStream struct {
 	upErr    error  // upstream failed mid-body
 	pending  []byte // error frame still to deliver
 	closed   bool
+	writeBy  lazyDeadline // the client write deadline armed by this stream
 }
 
 var bodyStreamPool = sync.Pool{New: func() any { return new(bodyStream) }}
@@ -41,9 +42,13 @@ var bodyStreamPool = sync.Pool{New: func() any { return new(bodyStream) }}
 func (s *bodyStream) Read(p []byte) (int, error) {
 	n, err := s.read(p)
 	if n > 0 && s.client != nil {
-		// fasthttp writes what we return next: give that write, and only
-		// it, upstream.idle_timeout to reach a slow client.
-		_ = s.client.SetWriteDeadline(time.Now().Add(s.idle))
+		// fasthttp writes what we return next: give that write
+		// upstream.idle_timeout (to idle + idle/16, see lazyDeadline) to
+		// reach a slow client. The server arms the same bound before each
+		// response (server write timeout), so none is left to reset.
+		if t, ok := s.writeBy.due(time.Now(), s.idle); ok {
+			s.writeBy.armed(s.client.SetWriteDeadline(t), t)
+		}
 	}
 	return n, err
 }
@@ -94,9 +99,6 @@ func (s *bodyStream) Close() error {
 		return nil
 	}
 	s.closed = true
-	if s.client != nil {
-		_ = s.client.SetWriteDeadline(time.Time{})
-	}
 	_ = s.resp.CloseBodyStream()
 	fasthttp.ReleaseResponse(s.resp)
 

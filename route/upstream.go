@@ -20,7 +20,12 @@ import (
 // lives as long as it needs and a silent one is cut. Deadlines that fasthttp
 // asks for are ignored: this type owns them.
 //
-// A connection is used by one request at a time; the atomic only makes the
+// Deadlines are re-armed lazily (see lazyDeadline): a read or write that
+// may wait d gets a deadline between d and d + d/16 away, so a busy
+// connection updates its runtime timers about once per d/16 rather than on
+// every read and write.
+//
+// A connection is used by one request at a time; the atomics only make the
 // hand-over between the handler goroutine (write) and the response writer
 // (body reads) explicit.
 //
@@ -36,6 +41,7 @@ type deadlineConn struct {
 	conns           *connTable
 	keyAddr         net.Addr // the local address this connection is known by in conns
 	key             string   // keyAddr as a string
+	readBy, writeBy lazyDeadline
 }
 
 func (c *deadlineConn) Write(p []byte) (int, error) {
@@ -47,12 +53,20 @@ func (c *deadlineConn) Write(p []byte) (int, error) {
 		c.awaiting.Store(true)
 		c.rekey()
 	}
-	_ = c.Conn.SetWriteDeadline(time.Now().Add(c.idle))
+	if t, ok := c.writeBy.due(time.Now(), c.idle); ok {
+		c.writeBy.armed(c.Conn.SetWriteDeadline(t), t)
+	}
 	before := c.Conn.LocalAddr()
 	n, err := c.Conn.Write(p)
 	if first {
-		// guardedConn may have replaced the socket with a fresh one.
-		c.reused.Store(c.answered.Load() && sameAddr(before, c.Conn.LocalAddr()))
+		// guardedConn may have replaced the socket with a fresh one,
+		// which has no deadline armed yet.
+		same := sameAddr(before, c.Conn.LocalAddr())
+		if !same {
+			c.readBy.forget()
+			c.writeBy.forget()
+		}
+		c.reused.Store(c.answered.Load() && same)
 	}
 	return n, err
 }
@@ -62,7 +76,9 @@ func (c *deadlineConn) Read(p []byte) (int, error) {
 	if c.awaiting.Load() {
 		d = c.firstByte
 	}
-	_ = c.Conn.SetReadDeadline(time.Now().Add(d))
+	if t, ok := c.readBy.due(time.Now(), d); ok {
+		c.readBy.armed(c.Conn.SetReadDeadline(t), t)
+	}
 	n, err := c.Conn.Read(p)
 	if n > 0 {
 		c.awaiting.Store(false)
