@@ -37,7 +37,10 @@ var AllStrategies = []string{RoundRobin, Random, LeastInflight, Cached, CachedAd
 // probe_load (probe.endpoint load: the cheap /load endpoint), probe_jsq
 // (probe scoring on queue alone: weights kv 0), oracle_jsq (the oracle
 // scoring on queue alone: join-the-shortest-queue on true state).
-var ExtraStrategies = []string{"probe_d3", "probe_q2", "probe_load", "probe_jsq", "oracle_jsq"}
+// probe_requests (probe with route.load.mode requests: request counts, the
+// default before issue 13), cached_tokens (cached with route.load.mode
+// tokens).
+var ExtraStrategies = []string{"probe_d3", "probe_q2", "probe_load", "probe_jsq", "oracle_jsq", "probe_requests", "cached_tokens"}
 
 // isProbe reports whether s decides on synchronous probes.
 func isProbe(s string) bool { return strings.HasPrefix(s, Probe) }
@@ -48,7 +51,8 @@ func isProbe(s string) bool { return strings.HasPrefix(s, Probe) }
 //   - round_robin, random, least_inflight: the policy of that name (d=2 for
 //     least_inflight: power of two choices on this proxy's in-flight counts);
 //   - cached: EPP's defaults: scrape every 50 ms, fixed interval, weights
-//     queue 2, kv 2, prefix 3 (lora 1), max-score pick over all servers;
+//     queue 2, kv 2, prefix 3 (lora 1), max-score pick over all servers,
+//     load as request counts (route.load.mode requests, as EPP);
 //   - cached_adaptive: cached with scrape.adaptive (interval follows the
 //     QPS this proxy sends each backend, between scrape.min_interval,
 //     50 ms, and scrape.max_interval, config.Default's 1 s);
@@ -56,7 +60,7 @@ func isProbe(s string) bool { return strings.HasPrefix(s, Probe) }
 //   - probe_nohedge: probe with probe.hedges 0;
 //   - oracle, oracle_jsq: cached (or cached on queue alone) over views of
 //     the simulator's true state at decision time (see UsesOracle), all
-//     servers.
+//     servers; oracle with route.load.mode tokens (the default), as probe.
 func StrategyConfig(s string, urls []string) (*config.Config, error) {
 	cfg := config.Default()
 	cfg.Backends.Static = append([]string(nil), urls...)
@@ -66,9 +70,13 @@ func StrategyConfig(s string, urls []string) (*config.Config, error) {
 	switch s {
 	case RoundRobin, Random, LeastInflight:
 		cfg.Route.Policy = s
-	case Cached, CachedAdaptive, Oracle, "oracle_jsq":
+	case Cached, CachedAdaptive, Oracle, "oracle_jsq", "cached_tokens":
 		cfg.Route.Policy = "cached"
 		cfg.Route.Weights.Queue, cfg.Route.Weights.KVCache, cfg.Route.Weights.Prefix = 2, 2, 3
+		if s == Cached || s == CachedAdaptive {
+			// EPP scores request counts and KV use, not token work.
+			cfg.Route.Load.Mode = config.LoadRequests
+		}
 		if s == "oracle_jsq" {
 			cfg.Route.Weights = config.Weights{Queue: 1}
 		}
@@ -87,6 +95,8 @@ func StrategyConfig(s string, urls []string) (*config.Config, error) {
 		cfg.Probe.Quorum = 2
 	case "probe_load":
 		cfg.Probe.Endpoint = config.EndpointLoad
+	case "probe_requests":
+		cfg.Route.Load.Mode = config.LoadRequests
 	case "probe_jsq":
 		cfg.Route.Weights = config.Weights{Queue: 1}
 	default:
@@ -167,10 +177,15 @@ func (o oracleViews) View(b *route.Backend, now time.Time, _ time.Duration) prob
 		return b.State().View(now, 0)
 	}
 	st := s.State()
+	// The server's counts and KV use are the truth; the token work in
+	// flight is the proxy's own prediction, as for every strategy
+	// (route.load: the simulator does not expose its token queue).
+	pre, dec, ns := b.State().Work()
 	return probe.View{
 		Queue: float64(st.Running + st.Waiting), Waiting: st.Waiting, KVUse: st.KVUse,
 		MaxLoRA: s.Config().MaxLoRAs, RunningLoRAs: st.RunningLoRAs, WaitingLoRAs: st.WaitingLoRAs,
 		Source: probe.SourceOracle, Inflight: b.State().Inflight(),
+		PrefillTokens: pre, DecodeTokens: dec, NsPerToken: ns,
 	}
 }
 

@@ -23,6 +23,15 @@ type State struct {
 	dispatched atomic.Uint64
 	finished   atomic.Uint64
 
+	// Token work this proxy dispatched and has not seen done (work.go):
+	// prompt tokens of requests whose first response byte has not arrived,
+	// expected output tokens of requests not finished, and the learned
+	// prefill speed (float64 bits of an EWMA of nanoseconds per token; 0
+	// until the first sample). Updated with atomic adds and CAS.
+	prefillPending atomic.Int64
+	decodePending  atomic.Int64
+	nsPerToken     atomic.Uint64
+
 	// Published with compare-and-swap by Report; never modified after.
 	latest atomic.Pointer[report]
 
@@ -188,6 +197,14 @@ type View struct {
 	Correction int
 	// Inflight is this proxy's own in-flight count to the backend.
 	Inflight int
+	// PrefillTokens is the prompt tokens of this proxy's requests to the
+	// backend that have not produced their first byte yet (queued or in
+	// prefill); DecodeTokens the expected output tokens of its unfinished
+	// requests. Local predictions: see State.AddWork.
+	PrefillTokens, DecodeTokens float64
+	// NsPerToken is the learned time to first byte per prefill token at
+	// this backend (see State.PrefillDone), 0 when not learned yet.
+	NsPerToken float64
 }
 
 // View returns the backend's load as of now. If the latest report is younger
@@ -209,6 +226,7 @@ func (s *State) View(now time.Time, staleAfter time.Duration) View {
 		inflight = int(d - f)
 	}
 	v := View{Queue: float64(inflight), KVUse: -1, Waiting: -1, Source: SourceLocal, Inflight: inflight}
+	v.PrefillTokens, v.DecodeTokens, v.NsPerToken = s.Work()
 	if r == nil {
 		return v
 	}

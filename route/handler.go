@@ -39,6 +39,7 @@ type accounting struct {
 	outcome   breaker.Outcome
 	err       error
 	dec       Decision
+	work      workTicket
 	id        string
 	attempt   int // attempts made, this one included (0: none reached a backend)
 	// idReplaced: the client's X-Request-Id was unusable (too long, not

@@ -14,4 +14,7 @@ type Memory struct {
 	rr atomic.Uint64
 	// adapters are the model names some backend reported as LoRA adapters.
 	adapters adapterSet
+	// book is the token-aware load's proxy-wide state: the running mean
+	// prompt and the per-model output estimate (load_account.go).
+	book loadBook
 }

@@ -38,7 +38,15 @@ func (p *probePicker) Pick(ctx context.Context, info *RequestInfo, exclude []*Ba
 	d := p.sc.pc.D
 	k := 0
 	excl := append(s.excl[:0], exclude...)
-	if a := p.affine(info, s, exclude); a != nil {
+	// In tokens mode the prefix holder competes for the memory slot on
+	// expected time to first token (its cached prefix shortens the
+	// prefill) instead of taking a slot whatever its load.
+	prefixInMemory := p.sc.pc.Load.Tokens && p.sc.pc.Weights.Prefix > 0 && info.NBlocks > 0
+	var holder *Backend
+	if prefixInMemory {
+		holder = p.prefixHolder(info, exclude)
+	}
+	if a := p.affine(info, s, exclude, prefixInMemory); a != nil {
 		s.sample[k] = a
 		k++
 		excl = append(excl, a)
@@ -46,7 +54,7 @@ func (p *probePicker) Pick(ctx context.Context, info *RequestInfo, exclude []*Ba
 	// The memory slot never takes the last random place: one uniform
 	// sample always remains, so a stale prior cannot lock out a backend.
 	if k < d-1 {
-		if m := p.bestCached(s, excl); m != nil {
+		if m := p.bestCached(info, s, excl, holder); m != nil {
 			s.sample[k] = m
 			k++
 			excl = append(excl, m)
@@ -91,19 +99,11 @@ func (p *probePicker) Pick(ctx context.Context, info *RequestInfo, exclude []*Ba
 // recently sent the same adapter to (it is likely still loaded there),
 // scanning from a random offset; or nil. The probe then decides whether
 // that backend is too loaded to use.
-func (p *probePicker) affine(info *RequestInfo, s *Scratch, exclude []*Backend) *Backend {
+func (p *probePicker) affine(info *RequestInfo, s *Scratch, exclude []*Backend, skipPrefix bool) *Backend {
 	bs := p.sc.bs
 	w := &p.sc.pc.Weights
-	if w.Prefix > 0 && info.NBlocks > 0 {
-		var best *Backend
-		blocks := info.Blocks[:info.NBlocks]
-		bestN := 0
-		for _, b := range bs {
-			if n := b.prefix.Match(blocks); n > bestN && b.Eligible() && !contains(exclude, b) {
-				best, bestN = b, n
-			}
-		}
-		if best != nil {
+	if !skipPrefix && w.Prefix > 0 && info.NBlocks > 0 {
+		if best := p.prefixHolder(info, exclude); best != nil {
 			return best
 		}
 	}
@@ -145,6 +145,20 @@ func (p *probePicker) affine(info *RequestInfo, s *Scratch, exclude []*Backend) 
 	return free
 }
 
+// prefixHolder returns the eligible backend (not in exclude) with the
+// longest prefix match for this request, at least one block; or nil.
+func (p *probePicker) prefixHolder(info *RequestInfo, exclude []*Backend) *Backend {
+	var best *Backend
+	blocks := info.Blocks[:info.NBlocks]
+	bestN := 0
+	for _, b := range p.sc.bs {
+		if n := b.prefix.Match(blocks); n > bestN && b.Eligible() && !contains(exclude, b) {
+			best, bestN = b, n
+		}
+	}
+	return best
+}
+
 // bestCached returns the eligible backend (not in exclude) that looks best
 // in the cache: the lowest corrected queue, then the lowest KV use, over
 // every backend of a small pool or memoryScan sampled ones. It is the
@@ -154,7 +168,14 @@ func (p *probePicker) affine(info *RequestInfo, s *Scratch, exclude []*Backend) 
 // thrown away, while the random slots keep a stale prior from herding
 // every decision onto one backend; the probe then checks the prior. It
 // returns nil when nothing is eligible.
-func (p *probePicker) bestCached(s *Scratch, exclude []*Backend) *Backend {
+//
+// With holder (the prefix holder, in route.load tokens mode) the slot is
+// prefix-aware: holder joins the scan, each backend's expected time to
+// first token counts only the prompt tokens it does not hold cached, and
+// the prefix scorer and route.affinity_max_queue_gap apply as in the final
+// score, so the slot goes to a lightly loaded backend that holds the
+// prefix, and to a lightly loaded one without it when the holder is busy.
+func (p *probePicker) bestCached(info *RequestInfo, s *Scratch, exclude []*Backend, holder *Backend) *Backend {
 	bs := p.sc.bs
 	scan := s.memo[:0]
 	if len(bs) <= memoryScan {
@@ -166,16 +187,41 @@ func (p *probePicker) bestCached(s *Scratch, exclude []*Backend) *Backend {
 	} else {
 		scan = scan[:sampleEligible(bs, s.memo[:memoryScan], exclude, p.sc.rand)]
 	}
+	if holder != nil && !contains(scan, holder) && !contains(exclude, holder) {
+		scan = append(scan, holder) // s.memo has room for it
+	}
 	if len(scan) == 0 {
 		return nil
 	}
 	now := p.sc.now()
 	cands := s.memoCands[:0]
-	for i, b := range scan {
-		v := p.sc.views.View(b, now, p.sc.pc.StaleAfter)
-		cands = append(cands, Candidate{Index: i, Queue: v.Queue, KVUse: v.KVUse, LoRA: 0.5})
+	views := s.memoViews[:0]
+	for _, b := range scan {
+		views = append(views, p.sc.views.View(b, now, p.sc.pc.StaleAfter))
 	}
+	li := loadInput(p.sc.mem, info, views)
 	w := Weights{Queue: p.sc.pc.Weights.Queue, KVCache: p.sc.pc.Weights.KVCache}
+	var blocks []uint64
+	if holder != nil {
+		// Prefix-aware memory slot: a cached prefix shortens the prefill
+		// (in the expected time to first token) and scores as in best.
+		blocks = info.Blocks[:info.NBlocks]
+		w.Prefix = p.sc.pc.Weights.Prefix
+	}
+	for i, b := range scan {
+		c := Candidate{Index: i, KVUse: views[i].KVUse, LoRA: 0.5}
+		matched := 0
+		if len(blocks) > 0 {
+			matched = b.prefix.Match(blocks)
+			c.Prefix = float64(matched) / float64(len(blocks))
+		}
+		li.Own = OwnPrefill(info.PromptTokens, matched, p.sc.pc.BlockChars)
+		c.Queue = p.sc.pc.Load.Queue(&views[i], &li)
+		cands = append(cands, c)
+	}
+	if len(blocks) > 0 {
+		limitAffinity(cands, float64(p.sc.pc.AffinityGap))
+	}
 	if w.Queue == 0 && w.KVCache == 0 {
 		w.Queue = 1
 	}

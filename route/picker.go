@@ -60,6 +60,12 @@ type PickerConfig struct {
 	AffinityGap int
 	// StaleAfter is scrape.stale_after: older reports are ignored.
 	StaleAfter time.Duration
+	// Load is route.load: request counts or expected time to first token
+	// from token work (load.go).
+	Load LoadModel
+	// BlockChars is route.prefix.block_chars: a matched prefix block saves
+	// BlockChars/4 prompt tokens of prefill.
+	BlockChars int
 }
 
 // PickerConfigFrom converts the route section (and the two keys of other
@@ -74,6 +80,8 @@ func PickerConfigFrom(cfg *config.Config) PickerConfig {
 		Saturation:  cfg.Route.Saturation,
 		AffinityGap: cfg.Route.AffinityMaxQueueGap,
 		StaleAfter:  cfg.Scrape.StaleAfter.D(),
+		Load:        LoadModel{Tokens: cfg.Route.Load.Mode == config.LoadTokens, DecodeWeight: cfg.Route.Load.DecodeWeight},
+		BlockChars:  cfg.Route.Prefix.BlockChars,
 	}
 }
 
@@ -177,8 +185,9 @@ func NewPicker(pc PickerConfig, pool *Pool, d Deps) (Picker, error) {
 type Scratch struct {
 	sample      [2*config.MaxD + 1]*Backend
 	spare       [config.MaxD]*Backend
-	memo        [memoryScan]*Backend
-	memoCands   [memoryScan]Candidate
+	memo        [memoryScan + 1]*Backend // + the prefix holder
+	memoCands   [memoryScan + 1]Candidate
+	memoViews   [memoryScan + 1]probe.View
 	excl        []*Backend
 	all         []*Backend
 	cands       []Candidate

@@ -186,17 +186,18 @@ func (p *Proxy) buildSettings(cfg *config.Config) (*settings, error) {
 	pc := PickerConfigFrom(cfg)
 	reports := PolicyReadsReports(pc.Policy) && p.views == nil
 	set := &settings{
-		cfg:          cfg,
-		pc:           pc,
-		reports:      reports,
-		orca:         cfg.Probe.ORCA && reports,
-		retries:      cfg.Upstream.Retries,
-		retryOnReset: cfg.Upstream.RetryOnReset,
-		blockChars:   cfg.Route.Prefix.BlockChars,
-		maxBlocks:    cfg.Route.Prefix.MaxBlocks,
-		maxBody:      cfg.Server.MaxBodyBytes,
-		idle:         cfg.Upstream.IdleTimeout.D(),
-		accessLog:    cfg.Log.Access,
+		cfg:           cfg,
+		pc:            pc,
+		reports:       reports,
+		orca:          cfg.Probe.ORCA && reports,
+		retries:       cfg.Upstream.Retries,
+		retryOnReset:  cfg.Upstream.RetryOnReset,
+		blockChars:    cfg.Route.Prefix.BlockChars,
+		maxBlocks:     cfg.Route.Prefix.MaxBlocks,
+		maxBody:       cfg.Server.MaxBodyBytes,
+		idle:          cfg.Upstream.IdleTimeout.D(),
+		accessLog:     cfg.Log.Access,
+		defaultOutput: float64(cfg.Route.Load.DefaultOutputTokens),
 	}
 	if pc.Policy == config.PolicyProbe {
 		pconf, err := probe.ProberConfigFrom(cfg.Probe, pc.D)

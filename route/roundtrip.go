@@ -45,6 +45,7 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 	u.SetHost(b.addr)
 	u.SetUsername("")
 	u.SetPassword("")
+	work := p.beginWork(rt, rc, b, p.now())
 	b.state.Dispatch()
 	resp := fasthttp.AcquireResponse()
 	err := b.hc.Do(req, resp)
@@ -58,6 +59,7 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 			b.hc.CloseIdleConnections()
 		}
 		fasthttp.ReleaseResponse(resp)
+		p.endWork(b, &work, false)
 		b.state.Finish()
 		done(outcome)
 		switch f.kind {
@@ -108,6 +110,7 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 	s.idle = rt.idle
 	s.sse = sse
 	s.acct = accounting{start: start, firstByte: p.now().Sub(start), status: status, code: status, dec: dec, attempt: attempt, idReplaced: idReplaced}
+	s.acct.work = work
 	if rt.accessLog {
 		s.acct.id = string(rc.id)
 	}
@@ -161,6 +164,7 @@ func (p *Proxy) forwardBuffered(ctx *fasthttp.RequestCtx, rt *settings, rc *reqC
 // in-flight count, metrics and the access log line.
 func (p *Proxy) settle(b *Backend, done func(breaker.Outcome), a *accounting) {
 	done(a.outcome)
+	p.endWork(b, &a.work, a.outcome == breaker.Success)
 	b.state.Finish()
 	p.metrics.requests(b, a.code)
 	p.metrics.duration.Observe(p.now().Sub(a.start).Seconds())

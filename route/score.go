@@ -200,12 +200,17 @@ func (sc *scorer) best(info *RequestInfo, s *Scratch, bs []*Backend) (*Backend, 
 	adapter := info.ModelHash != 0 && sc.mem.adapters.Has(info.ModelHash)
 	blocks := info.Blocks[:info.NBlocks]
 	sat := &sc.pc.Saturation
+	li := loadInput(sc.mem, info, s.views)
 	for i, b := range bs {
 		v := &s.views[i]
-		c := Candidate{Index: i, Queue: v.Queue, KVUse: v.KVUse, Known: v.Source != probe.SourceLocal && v.Source != probe.SourceNone}
+		c := Candidate{Index: i, KVUse: v.KVUse, Known: v.Source != probe.SourceLocal && v.Source != probe.SourceNone}
+		matched := 0
 		if len(blocks) > 0 {
-			c.Prefix = float64(b.prefix.Match(blocks)) / float64(len(blocks))
+			matched = b.prefix.Match(blocks)
+			c.Prefix = float64(matched) / float64(len(blocks))
 		}
+		li.Own = OwnPrefill(info.PromptTokens, matched, sc.pc.BlockChars)
+		c.Queue = sc.pc.Load.Queue(v, &li)
 		isAdapter := adapter || (len(info.Model) > 0 && v.BaseModel != "" && string(info.Model) != v.BaseModel)
 		c.LoRA = loraScore(info.ModelHash, isAdapter, v, &b.lora, now, loraWindow)
 		if c.Known {

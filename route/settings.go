@@ -23,6 +23,8 @@ type settings struct {
 	maxBody      int64
 	idle         time.Duration
 	accessLog    bool
+	// defaultOutput is route.load.default_output_tokens.
+	defaultOutput float64
 }
 
 // snapshot is what the request path loads, once per request, with one

@@ -64,6 +64,9 @@ func (s *bodyStream) read(p []byte) (int, error) {
 	}
 	n, err := s.up.Read(p)
 	s.acct.bytes += int64(n)
+	if n > 0 {
+		s.acct.work.sawBytes(s.b, p[:n], s.p.now())
+	}
 	switch {
 	case err == nil:
 		return n, nil

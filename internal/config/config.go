@@ -99,6 +99,8 @@ type Route struct {
 	// candidate queue (default 2), so a cached prefix never outweighs a
 	// backlog.
 	AffinityMaxQueueGap int `yaml:"affinity_max_queue_gap"`
+	// Load: how load is estimated for the queue scorer (tokens | requests).
+	Load LoadModel `yaml:"load"`
 }
 
 // Weights are the scorer weights; each scorer yields a score in [0,1].

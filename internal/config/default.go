@@ -42,6 +42,7 @@ func Default() *Config {
 				Shed:       false,
 			},
 			AffinityMaxQueueGap: 2,
+			Load:                defaultLoad(),
 			Prefix: Prefix{
 				BlockChars:        256,
 				MaxBlocks:         64,

@@ -203,6 +203,7 @@ func validate(c *Config) Errors {
 		v.add("route.saturation.max_kv_cache", "must be in (0, 1]")
 	}
 	v.atLeast("route.affinity_max_queue_gap", int64(r.AffinityMaxQueueGap), 0)
+	v.load(r.Load)
 	v.atLeast("route.prefix.block_chars", int64(r.Prefix.BlockChars), 1)
 	v.atLeast("route.prefix.max_blocks", int64(r.Prefix.MaxBlocks), 1)
 	v.atLeast("route.prefix.entries_per_backend", int64(r.Prefix.EntriesPerBackend), 1)

@@ -1,0 +1,35 @@
+package config
+
+// Load modes (route.load.mode).
+const (
+	// LoadTokens scores candidates by expected time to first token from
+	// token work: prompt tokens queued ahead plus the request's own
+	// prefill (the default).
+	LoadTokens = "tokens"
+	// LoadRequests scores candidates by request counts (running + waiting,
+	// corrected by this proxy's dispatches), as before.
+	LoadRequests = "requests"
+)
+
+// LoadModel configures how a backend's load is estimated for the queue scorer
+// (route.load).
+type LoadModel struct {
+	Mode string `yaml:"mode"` // tokens | requests; default tokens
+	// DecodeWeight: prefill-token equivalents of one expected output token
+	// in flight at a backend. Default 0.5.
+	DecodeWeight float64 `yaml:"decode_weight"`
+	// DefaultOutputTokens: expected output of a request that does not fix
+	// it (no ignore_eos) before the per-model estimate has samples; capped
+	// by the request's max_tokens. Default 128.
+	DefaultOutputTokens int `yaml:"default_output_tokens"`
+}
+
+func defaultLoad() LoadModel {
+	return LoadModel{Mode: LoadTokens, DecodeWeight: 0.5, DefaultOutputTokens: 128}
+}
+
+func (v *checker) load(l LoadModel) {
+	v.oneOf("route.load.mode", l.Mode, LoadTokens, LoadRequests)
+	v.weight("route.load.decode_weight", l.DecodeWeight)
+	v.atLeast("route.load.default_output_tokens", int64(l.DefaultOutputTokens), 1)
+}

@@ -1,0 +1,172 @@
+package route
+
+import (
+	"math"
+	"sync/atomic"
+
+	"github.com/probegate/probegate/probe"
+)
+
+// LoadModel is route.load: how a backend's view becomes the "queue" the
+// scorers compare. In requests mode it is the view's corrected request
+// count. In tokens mode it is the backend's expected time to first token
+// for this request, expressed in requests of the mean prompt size so that
+// the scorers and route.affinity_max_queue_gap keep their meaning:
+//
+//	ahead  = max(prefill tokens this proxy sent there and has not seen start
+//	             streaming, reported waiting requests x mean prompt tokens)
+//	decode = max(expected output tokens of this proxy's unfinished requests
+//	             there, other running requests (the corrected queue less
+//	             the reported waiting) x mean expected output)
+//	work   = ahead + own prefill (prompt tokens minus the blocks the backend
+//	         is believed to have cached) + DecodeWeight x decode
+//	ttft  = work x the backend's learned ns per token (the candidates' mean
+//	        when not learned yet)
+//	queue = ttft / (reference ns per token x mean prompt tokens)
+//
+// The local prediction counts work the moment it is dispatched, before any
+// report can show it; the report's waiting count adds the work other
+// proxies and direct clients sent. Pure, no allocation.
+type LoadModel struct {
+	// Tokens selects tokens mode; false is requests mode.
+	Tokens bool
+	// DecodeWeight is the prefill-token equivalent of one expected output
+	// token in flight (route.load.decode_weight).
+	DecodeWeight float64
+}
+
+// LoadInput is what LoadModel.Queue needs beyond the view.
+type LoadInput struct {
+	// Own is this request's prefill at the candidate: its prompt tokens
+	// minus the prefix tokens believed cached there.
+	Own float64
+	// MeanPrompt is the running mean prompt of this proxy's requests, in
+	// tokens (> 0).
+	MeanPrompt float64
+	// RefNs is the reference nanoseconds per token (the mean learned speed
+	// of the candidates, > 0); a candidate with no learned speed uses it.
+	RefNs float64
+	// MeanOutput is the running mean expected output of this proxy's
+	// requests, in tokens: what a reported running request is assumed to
+	// still decode.
+	MeanOutput float64
+}
+
+// Queue returns the candidate's queue for the scorers (see LoadModel).
+func (m *LoadModel) Queue(v *probe.View, in *LoadInput) float64 {
+	if !m.Tokens || in.MeanPrompt <= 0 || in.RefNs <= 0 {
+		return v.Queue
+	}
+	ahead, decode := v.PrefillTokens, v.DecodeTokens
+	if v.Source != probe.SourceLocal && v.Source != probe.SourceNone {
+		// The report counts every client's requests, this proxy's own
+		// prediction only its own: take the larger of each.
+		if v.Waiting > 0 {
+			ahead = max(ahead, float64(v.Waiting)*in.MeanPrompt)
+		}
+		if running := v.Queue - float64(max(v.Waiting, 0)); running > 0 {
+			decode = max(decode, running*in.MeanOutput)
+		}
+	}
+	ns := v.NsPerToken
+	if ns <= 0 {
+		ns = in.RefNs
+	}
+	work := ahead + max(in.Own, 0) + m.DecodeWeight*decode
+	return work * ns / (in.RefNs * in.MeanPrompt)
+}
+
+// RefNs returns the mean learned ns per token over views, or 1 when none
+// has been learned (every candidate then uses the same speed).
+func RefNs(views []probe.View) float64 {
+	sum, n := 0.0, 0
+	for i := range views {
+		if views[i].NsPerToken > 0 {
+			sum += views[i].NsPerToken
+			n++
+		}
+	}
+	if n == 0 {
+		return 1
+	}
+	return sum / float64(n)
+}
+
+// OwnPrefill is a request's prefill tokens at a backend that holds matched
+// of its blocks blocks of blockChars characters: the prompt minus the
+// cached prefix, never below one token.
+func OwnPrefill(promptTokens, matched, blockChars int) float64 {
+	cached := matched * blockChars / charsPerToken
+	return float64(max(promptTokens-cached, 1))
+}
+
+// ewma is a lock-free exponentially weighted mean of float64 samples,
+// safe for concurrent use; zero value: no sample yet.
+type ewma struct{ bits atomic.Uint64 }
+
+// observe folds x in with weight alpha (the first sample is taken as is).
+func (e *ewma) observe(x, alpha float64) {
+	for {
+		old := e.bits.Load()
+		next := x
+		if old != 0 {
+			next = (1-alpha)*math.Float64frombits(old) + alpha*x
+		}
+		if e.bits.CompareAndSwap(old, math.Float64bits(next)) {
+			return
+		}
+	}
+}
+
+// value returns the mean, or def when there has been no sample.
+func (e *ewma) value(def float64) float64 {
+	if b := e.bits.Load(); b != 0 {
+		return math.Float64frombits(b)
+	}
+	return def
+}
+
+// outputSlots is the size of the per-model output-length table.
+const outputSlots = 64
+
+// outputEstimator is the running per-model estimate of output tokens for
+// requests that do not fix their output length (no ignore_eos): an EWMA
+// of observed output tokens per model, in a fixed table indexed by the
+// model hash (a collision shares a slot: an estimate, not an account).
+// Safe for concurrent use, no allocation.
+type outputEstimator struct {
+	slots [outputSlots]struct {
+		model atomic.Uint64
+		mean  ewma
+	}
+}
+
+// expected returns the output tokens to count for a request for model
+// (hash) with maxTokens (0: none) and ignoreEOS: maxTokens when ignoreEOS,
+// else the model's running mean (def before any sample), capped by
+// maxTokens.
+func (o *outputEstimator) expected(model uint64, maxTokens int, ignoreEOS bool, def float64) float64 {
+	if ignoreEOS && maxTokens > 0 {
+		return float64(maxTokens)
+	}
+	e := def
+	s := &o.slots[model%outputSlots]
+	if s.model.Load() == model {
+		e = s.mean.value(def)
+	}
+	if maxTokens > 0 && e > float64(maxTokens) {
+		e = float64(maxTokens)
+	}
+	return e
+}
+
+// observe records that a request for model produced n output tokens.
+func (o *outputEstimator) observe(model uint64, n int) {
+	s := &o.slots[model%outputSlots]
+	if s.model.Load() != model {
+		// A new model takes the slot over: start its mean afresh.
+		s.model.Store(model)
+		s.mean.bits.Store(0)
+	}
+	s.mean.observe(float64(n), 0.05)
+}

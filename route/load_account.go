@@ -1,0 +1,106 @@
+package route
+
+import (
+	"bytes"
+	"time"
+
+	"github.com/probegate/probegate/probe"
+)
+
+// defaultMeanOutput is the expected output of a reported running request
+// before this proxy has dispatched any (tokens).
+const defaultMeanOutput = 64
+
+// meanPromptAlpha is the weight of each request in the proxy's running mean
+// prompt size.
+const meanPromptAlpha = 0.02
+
+// loadBook is the proxy-wide part of token-aware load (route.load): the
+// running mean prompt of the requests this proxy routes and the per-model
+// output estimate. Safe for concurrent use, lock-free.
+type loadBook struct {
+	meanPrompt ewma
+	meanOutput ewma // expected output per request, as counted at dispatch
+	outputs    outputEstimator
+}
+
+// MeanPrompt returns the running mean prompt in tokens, or def before any
+// request carried one.
+func (l *loadBook) MeanPrompt(def float64) float64 { return l.meanPrompt.value(def) }
+
+// workTicket is the token work one forwarded request added to its
+// backend's State (AddWork), carried until it is taken back.
+type workTicket struct {
+	prefill int64     // prompt tokens still counted as pending prefill
+	decode  int64     // expected output tokens counted as pending decode
+	waited  float64   // prefill tokens ahead of it at dispatch plus its own
+	sent    time.Time // dispatch time
+	model   uint64    // model hash, for the output estimate
+	observe bool      // count output frames for the per-model estimate
+	frames  int       // SSE data frames seen (observe only)
+}
+
+// beginWork counts the request's token work against b as it is dispatched:
+// its prompt minus the prefix b is believed to hold, and its expected
+// output. Call it right before State.Dispatch; every ticket must reach
+// endWork.
+func (p *Proxy) beginWork(rt *settings, rc *reqCtx, b *Backend, now time.Time) workTicket {
+	info := &rc.info
+	if info.PromptTokens > 0 {
+		p.memory.book.meanPrompt.observe(float64(info.PromptTokens), meanPromptAlpha)
+	}
+	matched := 0
+	if info.NBlocks > 0 {
+		matched = b.prefix.Match(info.Blocks[:info.NBlocks])
+	}
+	w := workTicket{sent: now, model: info.ModelHash}
+	if info.PromptTokens > 0 {
+		w.prefill = int64(OwnPrefill(info.PromptTokens, matched, rt.blockChars))
+	}
+	w.decode = int64(p.memory.book.outputs.expected(info.ModelHash, info.MaxTokens, info.IgnoreEOS, rt.defaultOutput))
+	w.observe = !info.IgnoreEOS && info.Stream
+	if info.Stream {
+		// Only a stream's first byte marks the end of prefill: a whole
+		// response arrives after the decode too, no speed sample.
+		pending, _, _ := b.state.Work()
+		w.waited = pending + float64(w.prefill)
+	}
+	p.memory.book.meanOutput.observe(float64(w.decode), meanPromptAlpha)
+	b.state.AddWork(w.prefill, w.decode)
+	return w
+}
+
+// sawBytes is called with each chunk of the response body: the first one
+// ends the request's prefill; with observe, SSE data frames are counted.
+func (w *workTicket) sawBytes(b *Backend, chunk []byte, now time.Time) {
+	if w.prefill != 0 || w.waited > 0 {
+		b.state.PrefillDone(w.prefill, now.Sub(w.sent), w.waited)
+		w.prefill, w.waited = 0, 0
+	}
+	if w.observe {
+		w.frames += bytes.Count(chunk, dataPrefix)
+	}
+}
+
+var dataPrefix = []byte("data:")
+
+// endWork takes back what beginWork counted and, for a streamed request
+// without ignore_eos that completed, feeds its output length (data frames
+// less the [DONE] and usage frames, approximately) to the per-model
+// estimate.
+func (p *Proxy) endWork(b *Backend, w *workTicket, complete bool) {
+	b.state.DoneWork(w.prefill, w.decode)
+	if w.observe && complete && w.frames > 1 {
+		p.memory.book.outputs.observe(w.model, w.frames-1)
+	}
+	*w = workTicket{}
+}
+
+// loadInput returns the request-wide part of LoadModel's input for one
+// decision over views: the router's mean prompt (this request's prompt, or
+// one token, before there is one) and the candidates' reference speed.
+// The caller sets Own per candidate.
+func loadInput(m *Memory, info *RequestInfo, views []probe.View) LoadInput {
+	return LoadInput{MeanPrompt: m.book.MeanPrompt(float64(max(info.PromptTokens, 1))), RefNs: RefNs(views),
+		MeanOutput: m.book.meanOutput.value(defaultMeanOutput)}
+}

@@ -1,0 +1,127 @@
+package route
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/probegate/probegate/probe"
+)
+
+func TestLoadModelQueue(t *testing.T) {
+	tokens := LoadModel{Tokens: true, DecodeWeight: 0.5}
+	in := LoadInput{Own: 1000, MeanPrompt: 1000, RefNs: 100}
+	cases := []struct {
+		name string
+		m    LoadModel
+		v    probe.View
+		in   LoadInput
+		want float64
+	}{
+		{"requests mode is the view's queue", LoadModel{}, probe.View{Queue: 3, PrefillTokens: 9000}, in, 3},
+		{"idle backend: own prefill only", tokens, probe.View{Source: probe.SourceLocal}, in, 1},
+		{"local prefill ahead counts", tokens, probe.View{Source: probe.SourceLocal, PrefillTokens: 3000}, in, 4},
+		{"decode in flight at decode_weight", tokens, probe.View{Source: probe.SourceLocal, DecodeTokens: 2000}, in, 2},
+		{"reported waiting beyond what this proxy sent", tokens, probe.View{Source: probe.SourceProbe, Waiting: 5, PrefillTokens: 2000}, in, 6},
+		{"local prediction beyond a stale-low report", tokens, probe.View{Source: probe.SourceScrape, Waiting: 1, PrefillTokens: 4000}, in, 5},
+		{"waiting of a local-only view is not a report", tokens, probe.View{Source: probe.SourceLocal, Waiting: 5}, in, 1},
+		{"a backend learned 2x slower costs 2x", tokens, probe.View{Source: probe.SourceLocal, PrefillTokens: 1000, NsPerToken: 200}, in, 4},
+		{"cached prefix shrinks own prefill", tokens, probe.View{Source: probe.SourceLocal}, LoadInput{Own: 250, MeanPrompt: 1000, RefNs: 100}, 0.25},
+		{"reported running requests decode at the mean output", tokens, probe.View{Source: probe.SourceProbe, Queue: 3, Waiting: 1}, LoadInput{Own: 1000, MeanPrompt: 1000, RefNs: 100, MeanOutput: 100}, 2.1},
+		{"no mean prompt yet: requests", tokens, probe.View{Queue: 2}, LoadInput{Own: 10, RefNs: 1}, 2},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := c.m.Queue(&c.v, &c.in); math.Abs(got-c.want) > 1e-9 {
+				t.Fatalf("Queue = %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+// A short prompt queued behind a long one on one backend must lose to a
+// backend with two short ones: request counts say the opposite.
+func TestTokenQueueRanksByWorkNotCount(t *testing.T) {
+	m := LoadModel{Tokens: true}
+	in := LoadInput{Own: 100, MeanPrompt: 1500, RefNs: 1}
+	long := probe.View{Queue: 1, Source: probe.SourceLocal, PrefillTokens: 7000}
+	shorts := probe.View{Queue: 2, Source: probe.SourceLocal, PrefillTokens: 200}
+	if m.Queue(&long, &in) <= m.Queue(&shorts, &in) {
+		t.Fatalf("one 7000-token prompt ahead (%v) should outweigh two 100-token ones (%v)", m.Queue(&long, &in), m.Queue(&shorts, &in))
+	}
+}
+
+func TestRefNsAndOwnPrefill(t *testing.T) {
+	if r := RefNs([]probe.View{{}, {NsPerToken: 100}, {NsPerToken: 300}}); r != 200 {
+		t.Fatalf("RefNs = %v, want the mean of learned speeds 200", r)
+	}
+	if r := RefNs([]probe.View{{}, {}}); r != 1 {
+		t.Fatalf("RefNs with none learned = %v, want 1", r)
+	}
+	if o := OwnPrefill(1000, 2, 256); o != 1000-2*64 {
+		t.Fatalf("OwnPrefill = %v, want 872", o)
+	}
+	if o := OwnPrefill(100, 10, 256); o != 1 {
+		t.Fatalf("OwnPrefill fully cached = %v, want 1", o)
+	}
+}
+
+func TestOutputEstimator(t *testing.T) {
+	var o outputEstimator
+	if e := o.expected(7, 50, true, 128); e != 50 {
+		t.Fatalf("ignore_eos: %v, want max_tokens 50", e)
+	}
+	if e := o.expected(7, 0, false, 128); e != 128 {
+		t.Fatalf("no samples: %v, want the default 128", e)
+	}
+	if e := o.expected(7, 40, false, 128); e != 40 {
+		t.Fatalf("default capped by max_tokens: %v, want 40", e)
+	}
+	for range 200 {
+		o.observe(7, 20)
+	}
+	if e := o.expected(7, 0, false, 128); math.Abs(e-20) > 0.5 {
+		t.Fatalf("after samples of 20: %v", e)
+	}
+	if e := o.expected(7+outputSlots, 0, false, 128); e != 128 {
+		t.Fatalf("another model in the same slot must not inherit the estimate: %v", e)
+	}
+}
+
+// The work ticket adds a request's tokens at dispatch, takes the prefill
+// back at the first byte (learning the backend's speed) and the rest at
+// the end, leaving the backend's counters at zero.
+func TestWorkTicketLifecycle(t *testing.T) {
+	p := &Proxy{}
+	b := &Backend{state: probe.NewState("a:1")}
+	rt := &settings{blockChars: 256, defaultOutput: 128}
+	rc := newReqCtx()
+	rc.info.PromptTokens, rc.info.MaxTokens, rc.info.IgnoreEOS, rc.info.Stream = 2000, 30, true, true
+	t0 := time.Unix(100, 0)
+	w := p.beginWork(rt, rc, b, t0)
+	if pre, dec, _ := b.state.Work(); pre != 2000 || dec != 30 {
+		t.Fatalf("after dispatch: prefill %v decode %v, want 2000 30", pre, dec)
+	}
+	w.sawBytes(b, []byte("data: {}\n\n"), t0.Add(200*time.Millisecond))
+	pre, dec, ns := b.state.Work()
+	if pre != 0 || dec != 30 {
+		t.Fatalf("after first byte: prefill %v decode %v, want 0 30", pre, dec)
+	}
+	if want := float64(200*time.Millisecond) / 2000; math.Abs(ns-want) > 1e-6 {
+		t.Fatalf("learned %v ns/token, want %v", ns, want)
+	}
+	w.sawBytes(b, []byte("data: {}\n\n"), t0.Add(300*time.Millisecond))
+	p.endWork(b, &w, true)
+	if pre, dec, _ := b.state.Work(); pre != 0 || dec != 0 {
+		t.Fatalf("after end: prefill %v decode %v, want 0 0", pre, dec)
+	}
+	// A request that fails before any byte gives its whole prompt back.
+	w = p.beginWork(rt, rc, b, t0)
+	p.endWork(b, &w, false)
+	if pre, dec, _ := b.state.Work(); pre != 0 || dec != 0 {
+		t.Fatalf("after a failed request: prefill %v decode %v, want 0 0", pre, dec)
+	}
+	if m := p.memory.book.MeanPrompt(0); m != 2000 {
+		t.Fatalf("mean prompt %v, want 2000", m)
+	}
+}
