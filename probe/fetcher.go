@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -71,11 +72,12 @@ const (
 )
 
 // HTTPFetcher fetches load over HTTP/1.1 with fasthttp, keeping one pooled
-// fasthttp.HostClient per backend in the backend's State (created on first
-// use, lock-free). The zero value is ready to use; set the fields before the
-// first Fetch and do not change them after. The client of a State is
-// configured by the first HTTPFetcher that uses it; the prober and the
-// scraper should share one HTTPFetcher (or identical ones).
+// fasthttp.HostClient per backend (per State), created on first use. The
+// fetcher owns the transport; the State owns only load. The zero value is
+// ready to use; set the fields before the first Fetch and do not change
+// them after, and do not copy an HTTPFetcher once used. The prober and the
+// scraper should share one HTTPFetcher, so a backend has one probe pool;
+// call Forget when a backend leaves for good.
 //
 // HTTPFetcher honours the ctx deadline (it is passed to DoDeadline). fasthttp
 // cannot abort a request in flight, so a ctx cancelled before its deadline
@@ -91,13 +93,15 @@ type HTTPFetcher struct {
 	MaxConns int
 	// Now stamps the answers. Optional. Default: time.Now.
 	Now func() time.Time
+
+	clients sync.Map // *State -> *fasthttp.HostClient
 }
 
 var _ Fetcher = (*HTTPFetcher)(nil)
 
 func (f *HTTPFetcher) hostClient(s *State) *fasthttp.HostClient {
-	if c := s.client.Load(); c != nil {
-		return c
+	if c, ok := f.clients.Load(s); ok {
+		return c.(*fasthttp.HostClient)
 	}
 	c := &fasthttp.HostClient{
 		Addr:                          s.addr,
@@ -118,17 +122,18 @@ func (f *HTTPFetcher) hostClient(s *State) *fasthttp.HostClient {
 	if f.MaxConns > 0 {
 		c.MaxConns = f.MaxConns
 	}
-	if s.client.CompareAndSwap(nil, c) {
-		return c
-	}
-	return s.client.Load() // another goroutine won the race; c was never used
+	// Another goroutine may have stored one first; then c was never used.
+	got, _ := f.clients.LoadOrStore(s, c)
+	return got.(*fasthttp.HostClient)
 }
 
-// CloseIdleConnections closes the idle keep-alive connections to s, if any
-// (for a backend leaving the pool, and in tests).
-func (f *HTTPFetcher) CloseIdleConnections(s *State) {
-	if c := s.client.Load(); c != nil {
-		c.CloseIdleConnections()
+// Forget closes the idle keep-alive connections to s and drops its client,
+// so a backend that left the pool holds neither sockets nor memory here. A
+// later Fetch of s creates a new client. The proxy calls it when a removed
+// backend has drained.
+func (f *HTTPFetcher) Forget(s *State) {
+	if c, ok := f.clients.LoadAndDelete(s); ok {
+		c.(*fasthttp.HostClient).CloseIdleConnections()
 	}
 }
 

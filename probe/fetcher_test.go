@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/valyala/fasthttp"
 )
 
 // fakeVLLM serves vLLM-like /metrics and /load on loopback, plus a few
@@ -87,7 +89,7 @@ func TestHTTPFetcher(t *testing.T) {
 	srv := newFakeVLLM(t)
 	f := &HTTPFetcher{}
 	s := NewState(srv.addr())
-	t.Cleanup(func() { f.CloseIdleConnections(s) })
+	t.Cleanup(func() { f.Forget(s) })
 	ctx := context.Background()
 
 	t.Run("metrics", func(t *testing.T) {
@@ -155,7 +157,7 @@ func TestHTTPFetcherLazyClient(t *testing.T) {
 	srv := newFakeVLLM(t)
 	f := &HTTPFetcher{MaxIdleConnDuration: time.Second}
 	s := NewState(srv.addr())
-	t.Cleanup(func() { f.CloseIdleConnections(s) })
+	t.Cleanup(func() { f.Forget(s) })
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
@@ -165,11 +167,26 @@ func TestHTTPFetcherLazyClient(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	c := s.client.Load()
-	if c == nil || c.MaxIdleConnDuration != time.Second || c.Addr != srv.addr() {
+	v, ok := f.clients.Load(s)
+	if !ok {
+		t.Fatal("no client kept for the backend")
+	}
+	c := v.(*fasthttp.HostClient)
+	if c.MaxIdleConnDuration != time.Second || c.Addr != srv.addr() {
 		t.Fatalf("client %+v", c)
 	}
 	if f.hostClient(s) != c {
 		t.Fatal("client replaced")
+	}
+	// Forget drops it: the next fetch builds a new one.
+	f.Forget(s)
+	if _, ok := f.clients.Load(s); ok {
+		t.Fatal("Forget kept the client")
+	}
+	if _, err := f.Fetch(context.Background(), s, EndpointLoad); err != nil {
+		t.Fatal(err)
+	}
+	if f.hostClient(s) == c {
+		t.Fatal("a forgotten client was reused")
 	}
 }

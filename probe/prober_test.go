@@ -478,8 +478,8 @@ func TestProberLoopback(t *testing.T) {
 	fast, slow := loopbackServer(t, 0), loopbackServer(t, 60*ms)
 	f := &HTTPFetcher{}
 	t.Cleanup(func() {
-		f.CloseIdleConnections(fast)
-		f.CloseIdleConnections(slow)
+		f.Forget(fast)
+		f.Forget(slow)
 	})
 	const deadline = 10 * ms
 	p := NewProber(ProberConfig{Endpoint: EndpointLoad, Deadline: deadline, HedgeAfter: time.Hour, Quorum: 2}, f, nil, nil)
@@ -523,7 +523,7 @@ func BenchmarkProberRun(b *testing.B) {
 			f := &HTTPFetcher{}
 			b.Cleanup(func() {
 				for _, s := range backends {
-					f.CloseIdleConnections(s)
+					f.Forget(s)
 				}
 			})
 			p := NewProber(ProberConfig{Endpoint: EndpointLoad, Deadline: 50 * ms, AutoHedge: true, Hedges: 1}, f, nil, nil)
@@ -553,7 +553,7 @@ func BenchmarkProberRun(b *testing.B) {
 		f := &HTTPFetcher{}
 		b.Cleanup(func() {
 			for _, s := range backends {
-				f.CloseIdleConnections(s)
+				f.Forget(s)
 			}
 		})
 		obs := &sentObserver{}

@@ -81,6 +81,7 @@ type Scraper struct {
 	ep  Endpoint
 	obs Observer
 	log zerolog.Logger
+	now func() time.Time // stamps reports (At)
 
 	mu     sync.Mutex // guards loops and closed
 	loops  map[*State]context.CancelFunc
@@ -91,12 +92,19 @@ type Scraper struct {
 // NewScraper returns a Scraper with no backends. cfg must be valid (as
 // ScrapeConfigFrom of a validated configuration is): Interval and Timeout
 // > 0, and with Adaptive, 0 < MinInterval <= Interval <= MaxInterval.
-// obs may be nil.
-func NewScraper(cfg ScrapeConfig, f Fetcher, ep Endpoint, obs Observer, log zerolog.Logger) *Scraper {
+// obs may be nil. now stamps the reports' At; nil means time.Now. It must
+// be the clock of the prober and of ORCA parsing too, since State.Report
+// orders reports from every source by At. The loop's timers and the
+// request rate they measure use the time package (virtualised by
+// testing/synctest).
+func NewScraper(cfg ScrapeConfig, f Fetcher, ep Endpoint, obs Observer, log zerolog.Logger, now func() time.Time) *Scraper {
 	if obs == nil {
 		obs = NopObserver{}
 	}
-	return &Scraper{cfg: cfg, f: f, ep: ep, obs: obs, log: log, loops: make(map[*State]context.CancelFunc)}
+	if now == nil {
+		now = time.Now
+	}
+	return &Scraper{cfg: cfg, f: f, ep: ep, obs: obs, log: log, now: now, loops: make(map[*State]context.CancelFunc)}
 }
 
 // Config returns the configuration the Scraper runs with.
@@ -204,7 +212,7 @@ func (sc *Scraper) loop(ctx context.Context, s *State) {
 }
 
 // scrapeOnce fetches s within Timeout and Reports the answer, stamped with
-// the receive time (time.Now). A scrape cut short by the loop's own
+// the receive time by the scraper's clock. A scrape cut short by the loop's own
 // cancellation is not observed.
 func (sc *Scraper) scrapeOnce(parent context.Context, s *State) error {
 	ctx, cancel := context.WithTimeout(parent, sc.cfg.Timeout)
@@ -215,7 +223,7 @@ func (sc *Scraper) scrapeOnce(parent context.Context, s *State) error {
 		return parent.Err()
 	case err == nil:
 		l.Source = SourceScrape
-		l.At = time.Now()
+		l.At = sc.now()
 		s.Report(&l)
 		sc.obs.Scrape(s.Addr(), OutcomeOK)
 	case errors.Is(err, ErrTimeout), errors.Is(err, context.DeadlineExceeded):

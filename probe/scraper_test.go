@@ -93,7 +93,7 @@ func TestScraperAdaptive(t *testing.T) {
 		f.delay["b"] = ms
 		obs := newCountObserver()
 		sc := NewScraper(ScrapeConfig{Interval: time.Second, MinInterval: 50 * ms, MaxInterval: 5 * time.Second, Timeout: time.Second, Adaptive: true},
-			f, EndpointMetrics, obs, zerolog.Nop())
+			f, EndpointMetrics, obs, zerolog.Nop(), nil)
 		defer sc.Close()
 		s := NewState("b")
 		sc.Add(s)
@@ -140,7 +140,7 @@ func TestScraperFixed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFakeFetcher()
 		obs := newCountObserver()
-		sc := NewScraper(ScrapeConfig{Interval: 100 * ms, Timeout: time.Second}, f, EndpointLoad, obs, zerolog.Nop())
+		sc := NewScraper(ScrapeConfig{Interval: 100 * ms, Timeout: time.Second}, f, EndpointLoad, obs, zerolog.Nop(), nil)
 		s := NewState("b")
 		sc.Add(s)
 		time.Sleep(time.Second + ms)
@@ -162,7 +162,7 @@ func TestScraperHangingBackend(t *testing.T) {
 		f.delay["h"] = time.Hour
 		obs := newCountObserver()
 		var logs syncBuffer
-		sc := NewScraper(ScrapeConfig{Interval: 100 * ms, Timeout: 30 * ms}, f, EndpointMetrics, obs, zerolog.New(&logs))
+		sc := NewScraper(ScrapeConfig{Interval: 100 * ms, Timeout: 30 * ms}, f, EndpointMetrics, obs, zerolog.New(&logs), nil)
 		defer sc.Close()
 		s := NewState("h")
 		sc.Add(s)
@@ -197,7 +197,7 @@ func TestScraperRemoveAndClose(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFakeFetcher()
 		f.delay["slow"] = time.Hour // Close must not wait for the hour
-		sc := NewScraper(ScrapeConfig{Interval: 10 * ms, Timeout: time.Second}, f, EndpointMetrics, nil, zerolog.Nop())
+		sc := NewScraper(ScrapeConfig{Interval: 10 * ms, Timeout: time.Second}, f, EndpointMetrics, nil, zerolog.Nop(), nil)
 		a, b, slow := NewState("a"), NewState("b"), NewState("slow")
 		sc.Add(a)
 		sc.Add(b)
@@ -241,8 +241,8 @@ func countCalls(f *fakeFetcher, addr string) int {
 func TestScraperLoopback(t *testing.T) {
 	s := loopbackServer(t, 0)
 	f := &HTTPFetcher{}
-	t.Cleanup(func() { f.CloseIdleConnections(s) })
-	sc := NewScraper(ScrapeConfig{Interval: time.Second, Timeout: time.Second}, f, EndpointMetrics, nil, zerolog.Nop())
+	t.Cleanup(func() { f.Forget(s) })
+	sc := NewScraper(ScrapeConfig{Interval: time.Second, Timeout: time.Second}, f, EndpointMetrics, nil, zerolog.Nop(), nil)
 	sc.Add(s)
 	deadline := time.Now().Add(2 * time.Second)
 	for s.Latest() == nil && time.Now().Before(deadline) {

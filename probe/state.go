@@ -3,8 +3,6 @@ package probe
 import (
 	"sync/atomic"
 	"time"
-
-	"github.com/valyala/fasthttp"
 )
 
 // State is everything this proxy knows about one backend's load: the latest
@@ -34,9 +32,6 @@ type State struct {
 
 	// Published with compare-and-swap by Report; never modified after.
 	latest atomic.Pointer[report]
-
-	// Created lazily by HTTPFetcher on first use, then immutable.
-	client atomic.Pointer[fasthttp.HostClient]
 
 	// The synchronous probe in flight to this backend, shared by the Runs
 	// that need its answer (nil when none; see flight). Set and cleared by

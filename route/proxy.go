@@ -126,7 +126,7 @@ func New(opts Options) (*Proxy, error) {
 		p.lookup = net.DefaultResolver.LookupHost
 	}
 	if p.fetcher == nil {
-		p.fetcher = &probe.HTTPFetcher{}
+		p.fetcher = &probe.HTTPFetcher{Now: p.now}
 	}
 	reg := opts.Registerer
 	gather := opts.Gatherer
@@ -160,7 +160,7 @@ func New(opts Options) (*Proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("probe.endpoint: %w", err)
 	}
-	p.scraper = probe.NewScraper(sc, p.fetcher, ep, m, p.log)
+	p.scraper = probe.NewScraper(sc, p.fetcher, ep, m, p.log, p.now)
 	p.server = p.newServer(opts.Config)
 
 	p.mu.Lock()
@@ -362,7 +362,7 @@ func (p *Proxy) reapLocked() {
 	for addr, b := range p.backends {
 		if b.draining.Load() && b.state.Inflight() == 0 {
 			b.closed.Store(true)
-			b.hc.CloseIdleConnections()
+			p.closeIdle(b)
 			delete(p.backends, addr)
 			p.metrics.forget(addr)
 			p.log.Info().Str("backend", addr).Msg("backend drained")
@@ -417,7 +417,17 @@ func (p *Proxy) Close() {
 	p.scraper.Close()
 	p.mu.Lock()
 	for _, b := range p.backends {
-		b.hc.CloseIdleConnections()
+		p.closeIdle(b)
 	}
 	p.mu.Unlock()
+}
+
+// closeIdle closes b's idle upstream connections and, when the fetcher
+// keeps per-backend clients (probe.HTTPFetcher), its probe and scrape
+// connections.
+func (p *Proxy) closeIdle(b *Backend) {
+	b.hc.CloseIdleConnections()
+	if f, ok := p.fetcher.(interface{ Forget(*probe.State) }); ok {
+		f.Forget(b.state)
+	}
 }
