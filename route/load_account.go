@@ -45,9 +45,14 @@ type workTicket struct {
 // output. Call it right before State.Dispatch; every ticket must reach
 // endWork.
 func (p *Proxy) beginWork(rt *settings, rc *reqCtx, b *Backend, now time.Time) workTicket {
-	info := &rc.info
+	return p.memory.beginWork(&rc.info, b, rt.blockChars, rt.defaultOutput, now)
+}
+
+// beginWork is Proxy.beginWork over the router's Memory, with
+// route.prefix.block_chars and route.load.default_output_tokens.
+func (m *Memory) beginWork(info *RequestInfo, b *Backend, blockChars int, defaultOutput float64, now time.Time) workTicket {
 	if info.PromptTokens > 0 {
-		p.memory.book.meanPrompt.observe(float64(info.PromptTokens), meanPromptAlpha)
+		m.book.meanPrompt.observe(float64(info.PromptTokens), meanPromptAlpha)
 	}
 	matched := 0
 	if info.NBlocks > 0 {
@@ -55,9 +60,9 @@ func (p *Proxy) beginWork(rt *settings, rc *reqCtx, b *Backend, now time.Time) w
 	}
 	w := workTicket{sent: now, model: info.ModelHash}
 	if info.PromptTokens > 0 {
-		w.prefill = int64(OwnPrefill(info.PromptTokens, matched, rt.blockChars))
+		w.prefill = int64(OwnPrefill(info.PromptTokens, matched, blockChars))
 	}
-	w.decode = int64(p.memory.book.outputs.expected(info.ModelHash, info.MaxTokens, info.IgnoreEOS, rt.defaultOutput))
+	w.decode = int64(m.book.outputs.expected(info.ModelHash, info.MaxTokens, info.IgnoreEOS, defaultOutput))
 	w.observe = !info.IgnoreEOS && info.Stream
 	if info.Stream {
 		// Only a stream's first byte marks the end of prefill: a whole
@@ -65,7 +70,7 @@ func (p *Proxy) beginWork(rt *settings, rc *reqCtx, b *Backend, now time.Time) w
 		pending, _, _ := b.state.Work()
 		w.waited = pending + float64(w.prefill)
 	}
-	p.memory.book.meanOutput.observe(float64(w.decode), meanPromptAlpha)
+	m.book.meanOutput.observe(float64(w.decode), meanPromptAlpha)
 	b.state.AddWork(w.prefill, w.decode)
 	return w
 }
@@ -88,10 +93,12 @@ var dataPrefix = []byte("data:")
 // without ignore_eos that completed, feeds its output length (data frames
 // less the [DONE] and usage frames, approximately) to the per-model
 // estimate.
-func (p *Proxy) endWork(b *Backend, w *workTicket, complete bool) {
+func (p *Proxy) endWork(b *Backend, w *workTicket, complete bool) { p.memory.endWork(b, w, complete) }
+
+func (m *Memory) endWork(b *Backend, w *workTicket, complete bool) {
 	b.state.DoneWork(w.prefill, w.decode)
 	if w.observe && complete && w.frames > 1 {
-		p.memory.book.outputs.observe(w.model, w.frames-1)
+		m.book.outputs.observe(w.model, w.frames-1)
 	}
 	*w = workTicket{}
 }
