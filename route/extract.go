@@ -1,17 +1,14 @@
 package route
 
-import (
-	"github.com/cespare/xxhash/v2"
-	"github.com/valyala/fastjson"
-)
+import "github.com/cespare/xxhash/v2"
 
 // maxPrefixBlocks caps route.prefix.max_blocks so that RequestInfo can hold
 // the block hashes in a fixed array (no allocation per request).
 const maxPrefixBlocks = 256
 
 // RequestInfo is what the router needs to know about a request body. It is
-// filled by Extract from a pooled parser and is only valid for the duration
-// of one request.
+// filled by Extract and is only valid for the duration of one request (Model
+// may point into the body).
 type RequestInfo struct {
 	// JSON is false when the body is not a JSON object; the request is then
 	// forwarded untouched and affinity does not apply.
@@ -45,111 +42,254 @@ type RequestInfo struct {
 const charsPerToken = 4
 
 // extractor holds the per-request scratch space of Extract. Reuse one per
-// request through a sync.Pool; it is not safe for concurrent use.
+// request through a sync.Pool; it is not safe for concurrent use. What it
+// keeps between requests is bounded by maxKeptScratch.
 type extractor struct {
-	p    fastjson.Parser
-	text []byte
+	text  []byte // the prompt prefix, at most route.prefix block_chars x max_blocks
+	model []byte // an unescaped model name, when it had escapes
 }
 
-// Extract fills info from body without unmarshalling it into Go values:
-// model, stream, and the chained block hashes of the prompt prefix (the
-// chat messages' role and text in order, or the prompt; cache_salt and the
-// model seed the chain, because vLLM's block hashes depend on both).
-// blockChars and maxBlocks come from route.prefix; maxBlocks is capped at
+// maxKeptScratch bounds the scratch an extractor keeps for the next request.
+const maxKeptScratch = 64 << 10
+
+// maxModelLen bounds the model name Extract unescapes; a longer name with
+// escapes is used raw (no model server serves such a name anyway).
+const maxModelLen = 1 << 10
+
+// Extract fills info from body in one pass over its bytes, building no
+// value tree: model, stream, max_tokens, ignore_eos, the prompt-token
+// estimate, and the chained block hashes of the prompt prefix (the chat
+// messages' role and text in order, or the prompt; cache_salt and the model
+// seed the chain, because vLLM's block hashes depend on both). blockChars
+// and maxBlocks come from route.prefix; maxBlocks is capped at
 // maxPrefixBlocks. A body that is not a JSON object leaves info.JSON false.
+//
+// Cost: the top-level object is scanned once; the messages or prompt value
+// is walked at most twice more (once to count, once to copy text, the copy
+// stopping at blockChars x maxBlocks bytes). Nesting is skipped with a
+// counter, never recursion. It allocates nothing once its scratch is warm,
+// and keeps at most maxKeptScratch bytes. Values inside unknown fields are
+// checked for balance, not fully validated: a body the model server will
+// refuse anyway may still yield routing fields.
 func (e *extractor) Extract(body []byte, blockChars, maxBlocks int, info *RequestInfo) {
 	*info = RequestInfo{}
+	if cap(e.text) > maxKeptScratch {
+		e.text = nil
+	}
+	if cap(e.model) > maxKeptScratch {
+		e.model = nil
+	}
 	if len(body) == 0 || blockChars <= 0 {
 		return
-	}
-	v, err := e.p.ParseBytes(body)
-	if err != nil {
-		return
-	}
-	o, err := v.Object()
-	if err != nil {
-		return
-	}
-	info.JSON = true
-	if m := o.Get("model"); m != nil && m.Type() == fastjson.TypeString {
-		info.Model, _ = m.StringBytes()
-		if len(info.Model) > 0 {
-			info.ModelHash = xxhash.Sum64(info.Model)
-		}
-	}
-	if s := o.Get("stream"); s != nil && s.Type() == fastjson.TypeTrue {
-		info.Stream = true
-	}
-	info.MaxTokens = positiveInt(o.Get("max_tokens"))
-	if info.MaxTokens == 0 {
-		info.MaxTokens = positiveInt(o.Get("max_completion_tokens"))
-	}
-	if s := o.Get("ignore_eos"); s != nil && s.Type() == fastjson.TypeTrue {
-		info.IgnoreEOS = true
 	}
 	if maxBlocks > maxPrefixBlocks {
 		maxBlocks = maxPrefixBlocks
 	}
 	limit := blockChars * maxBlocks
 	e.text = e.text[:0]
-	if msgs := o.Get("messages"); msgs != nil && msgs.Type() == fastjson.TypeArray {
-		arr, _ := msgs.Array()
-		chars := 0
-		for _, m := range arr {
-			chars += messageChars(m)
-			if len(e.text) < limit {
-				e.text = appendMessageText(e.text, m)
-			}
+	var f topFields
+	if !e.scanTop(body, limit, &f) {
+		e.text = e.text[:0]
+		return
+	}
+	info.JSON = true
+	info.PromptTokens = f.promptTokens
+	if f.model.ok() && body[f.model.start] == '"' {
+		info.Model = e.unescapeModel(body[f.model.start+1 : f.model.end-1])
+		if len(info.Model) > 0 {
+			info.ModelHash = xxhash.Sum64(info.Model)
 		}
-		info.PromptTokens = (chars + charsPerToken - 1) / charsPerToken
-	} else if p := o.Get("prompt"); p != nil {
-		if p.Type() == fastjson.TypeString {
-			b, _ := p.StringBytes()
-			e.text = append(e.text, b...)
-			info.PromptTokens = (len(b) + charsPerToken - 1) / charsPerToken
-		} else {
-			// Token ids or lists: their JSON text is a deterministic key.
-			e.text = p.MarshalTo(e.text)
-			info.PromptTokens = promptArrayTokens(p)
-		}
+	}
+	info.Stream = f.stream.ok() && string(body[f.stream.start:f.stream.end]) == "true"
+	info.IgnoreEOS = f.ignoreEOS.ok() && string(body[f.ignoreEOS.start:f.ignoreEOS.end]) == "true"
+	info.MaxTokens = positiveInt(body, f.maxTokens)
+	if info.MaxTokens == 0 {
+		info.MaxTokens = positiveInt(body, f.maxCompletionTokens)
 	}
 	if len(e.text) > limit {
 		e.text = e.text[:limit]
 	}
 	seed := info.ModelHash
-	if salt := o.Get("cache_salt"); salt != nil && salt.Type() == fastjson.TypeString {
-		b, _ := salt.StringBytes()
-		seed ^= xxhash.Sum64(b) * 0x9E3779B97F4A7C15
+	if f.cacheSalt.ok() && body[f.cacheSalt.start] == '"' {
+		seed ^= xxhash.Sum64(body[f.cacheSalt.start+1:f.cacheSalt.end-1]) * 0x9E3779B97F4A7C15
 	}
 	info.NBlocks = hashBlocks(e.text, blockChars, seed, info.Blocks[:maxBlocks])
 }
 
-// appendMessageText appends one chat message's role and text content
-// (a string, or the text of its parts) to dst.
-func appendMessageText(dst []byte, m *fastjson.Value) []byte {
-	if role := m.Get("role"); role != nil && role.Type() == fastjson.TypeString {
-		b, _ := role.StringBytes()
-		dst = append(dst, b...)
-		dst = append(dst, ':')
+// unescapeModel returns the model name of a raw JSON string body: the body
+// itself when it has no escapes, else its unescaped copy in e.model.
+func (e *extractor) unescapeModel(raw []byte) []byte {
+	if indexByte(raw, '\\') < 0 || len(raw) > maxModelLen {
+		return raw
 	}
-	c := m.Get("content")
-	if c == nil {
-		return append(dst, '\n')
+	e.model, _ = appendUnescaped(e.model[:0], raw, maxModelLen)
+	return e.model
+}
+
+// span is a value's bytes in the body, [start, end); end == 0 when absent.
+type span struct{ start, end int }
+
+func (s span) ok() bool { return s.end > 0 }
+
+// topFields are the spans of the top-level scalar fields Extract reads (the
+// first occurrence of each, as most JSON decoders keep), and what scanTop
+// learnt of the prompt.
+type topFields struct {
+	model, stream, maxTokens, maxCompletionTokens, ignoreEOS, cacheSalt span
+
+	messages     bool // a messages array was read: it wins over prompt
+	prompt       bool // a prompt was read
+	promptTokens int
+}
+
+// scanTop scans a top-level JSON object once: it records the spans of the
+// scalar fields Extract reads and, as it meets them, reads the messages
+// array (or else the prompt) into e.text (up to limit bytes) and the
+// prompt-token estimate. It reports false when body is not a JSON object.
+func (e *extractor) scanTop(body []byte, limit int, f *topFields) bool {
+	i := skipWS(body, 0)
+	if i >= len(body) || body[i] != '{' {
+		return false
 	}
-	switch c.Type() {
-	case fastjson.TypeString:
-		b, _ := c.StringBytes()
-		dst = append(dst, b...)
-	case fastjson.TypeArray:
-		parts, _ := c.Array()
-		for _, part := range parts {
-			if t := part.Get("text"); t != nil && t.Type() == fastjson.TypeString {
-				b, _ := t.StringBytes()
-				dst = append(dst, b...)
+	i = skipWS(body, i+1)
+	if i < len(body) && body[i] == '}' {
+		return skipWS(body, i+1) == len(body)
+	}
+	var kb [32]byte
+	for {
+		if i >= len(body) || body[i] != '"' {
+			return false
+		}
+		ke, ok := skipString(body, i)
+		if !ok {
+			return false
+		}
+		key := keyName(body[i+1:ke-1], kb[:0])
+		i = skipWS(body, ke)
+		if i >= len(body) || body[i] != ':' {
+			return false
+		}
+		i = skipWS(body, i+1)
+		if i >= len(body) {
+			return false
+		}
+		ve := -1
+		var dst *span
+		switch string(key) {
+		case "model":
+			dst = &f.model
+		case "stream":
+			dst = &f.stream
+		case "max_tokens":
+			dst = &f.maxTokens
+		case "max_completion_tokens":
+			dst = &f.maxCompletionTokens
+		case "ignore_eos":
+			dst = &f.ignoreEOS
+		case "cache_salt":
+			dst = &f.cacheSalt
+		case "messages":
+			if !f.messages && body[i] == '[' {
+				f.messages = true
+				var chars int
+				e.text, chars, ve = appendMessages(e.text[:0], body[i:], limit)
+				if ve < 0 {
+					return false
+				}
+				ve += i
+				f.promptTokens = (chars + charsPerToken - 1) / charsPerToken
+			}
+		case "prompt":
+			if !f.prompt && !f.messages {
+				f.prompt = true
+				if ve = e.readPrompt(body[i:], limit, f); ve < 0 {
+					return false
+				}
+				ve += i
 			}
 		}
+		if ve < 0 {
+			if ve, ok = skipValue(body, i); !ok {
+				return false
+			}
+		}
+		if dst != nil && !dst.ok() {
+			*dst = span{i, ve}
+		}
+		i = skipWS(body, ve)
+		if i >= len(body) {
+			return false
+		}
+		switch body[i] {
+		case ',':
+			i = skipWS(body, i+1)
+		case '}':
+			return skipWS(body, i+1) == len(body)
+		default:
+			return false
+		}
 	}
-	return append(dst, '\n')
+}
+
+// readPrompt reads the prompt value that starts at b[0] (a string, or
+// token ids and batches) into e.text and the prompt-token estimate, and
+// returns the index just past it (-1 if malformed).
+func (e *extractor) readPrompt(b []byte, limit int, f *topFields) int {
+	switch b[0] {
+	case '"':
+		end, ok := skipString(b, 0)
+		if !ok {
+			return -1
+		}
+		var n int
+		e.text, n = appendUnescaped(e.text[:0], b[1:end-1], limit)
+		f.promptTokens = (n + charsPerToken - 1) / charsPerToken
+		return end
+	case '[':
+		var end int
+		f.promptTokens, end = promptArrayTokens(b)
+		if end < 0 {
+			return -1
+		}
+		// Token ids or lists: their compact JSON text is a deterministic
+		// key.
+		e.text = appendCompact(e.text[:0], b[:end], limit)
+		return end
+	}
+	end, ok := skipValue(b, 0)
+	if !ok {
+		return -1
+	}
+	return end
+}
+
+// keyName returns a raw key (between its quotes), unescaped into buf when
+// it has escapes and fits; a longer escaped key matches no field.
+func keyName(raw, buf []byte) []byte {
+	if indexByte(raw, '\\') < 0 {
+		return raw
+	}
+	if len(raw) > cap(buf) {
+		return nil
+	}
+	out, _ := appendUnescaped(buf, raw, cap(buf))
+	return out
+}
+
+// positiveInt returns the value at s when it is a positive integer that
+// fits an int, else 0.
+func positiveInt(body []byte, s span) int {
+	if !s.ok() || s.end-s.start > 18 {
+		return 0
+	}
+	n := 0
+	for _, c := range body[s.start:s.end] {
+		if c < '0' || c > '9' {
+			return 0
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n
 }
 
 // hashBlocks splits text into full blocks of blockChars bytes and writes the
@@ -174,70 +314,6 @@ func hashBlocks(text []byte, blockChars int, seed uint64, out []uint64) int {
 		}
 		out[n] = prev
 		n++
-	}
-	return n
-}
-
-// positiveInt returns v as an int when it is a positive integer, else 0.
-func positiveInt(v *fastjson.Value) int {
-	if v == nil || v.Type() != fastjson.TypeNumber {
-		return 0
-	}
-	n, err := v.Int()
-	if err != nil || n < 0 {
-		return 0
-	}
-	return n
-}
-
-// messageChars is the length of one chat message as appendMessageText
-// renders it (role, separator, text, newline), without copying.
-func messageChars(m *fastjson.Value) int {
-	n := 2
-	if role := m.Get("role"); role != nil && role.Type() == fastjson.TypeString {
-		b, _ := role.StringBytes()
-		n += len(b)
-	}
-	c := m.Get("content")
-	if c == nil {
-		return n
-	}
-	switch c.Type() {
-	case fastjson.TypeString:
-		b, _ := c.StringBytes()
-		n += len(b)
-	case fastjson.TypeArray:
-		parts, _ := c.Array()
-		for _, part := range parts {
-			if t := part.Get("text"); t != nil && t.Type() == fastjson.TypeString {
-				b, _ := t.StringBytes()
-				n += len(b)
-			}
-		}
-	}
-	return n
-}
-
-// promptArrayTokens estimates the tokens of a non-string prompt: a list of
-// token ids counts one token per id; a batch (a list of strings or of
-// token-id lists) counts all of its prompts.
-func promptArrayTokens(p *fastjson.Value) int {
-	arr, err := p.Array()
-	if err != nil {
-		return 0
-	}
-	n := 0
-	for _, it := range arr {
-		switch it.Type() {
-		case fastjson.TypeNumber:
-			n++
-		case fastjson.TypeString:
-			b, _ := it.StringBytes()
-			n += (len(b) + charsPerToken - 1) / charsPerToken
-		case fastjson.TypeArray:
-			ids, _ := it.Array()
-			n += len(ids)
-		}
 	}
 	return n
 }

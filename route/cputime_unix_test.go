@@ -1,0 +1,15 @@
+//go:build unix
+
+package route
+
+import (
+	"syscall"
+	"time"
+)
+
+// processCPU returns the CPU time (user+system) the process used so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
