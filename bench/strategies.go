@@ -40,7 +40,9 @@ var AllStrategies = []string{RoundRobin, Random, LeastInflight, Cached, CachedAd
 // probe_requests (probe with route.load.mode requests: request counts, the
 // default before issue 13), cached_tokens (cached with route.load.mode
 // tokens).
-var ExtraStrategies = []string{"probe_d3", "probe_q2", "probe_load", "probe_jsq", "oracle_jsq", "probe_requests", "cached_tokens"}
+// probe_dw0 and probe_dw4 (route.load.decode_weight 0 and 4, for the sweep
+// that chose the default).
+var ExtraStrategies = []string{"probe_d3", "probe_q2", "probe_load", "probe_jsq", "oracle_jsq", "probe_requests", "cached_tokens", "probe_dw0", "probe_dw4"}
 
 // isProbe reports whether s decides on synchronous probes.
 func isProbe(s string) bool { return strings.HasPrefix(s, Probe) }
@@ -95,6 +97,10 @@ func StrategyConfig(s string, urls []string) (*config.Config, error) {
 		cfg.Probe.Quorum = 2
 	case "probe_load":
 		cfg.Probe.Endpoint = config.EndpointLoad
+	case "probe_dw0":
+		cfg.Route.Load.DecodeWeight = 0
+	case "probe_dw4":
+		cfg.Route.Load.DecodeWeight = 4
 	case "probe_requests":
 		cfg.Route.Load.Mode = config.LoadRequests
 	case "probe_jsq":
