@@ -78,3 +78,30 @@ func TestLazyDeadline(t *testing.T) {
 		t.Error("after a failed arm, due must ask again")
 	}
 }
+
+// An upstream header block over upstreamReadBuffer gets the 502 envelope
+// (nginx's "upstream sent too big header"), and the proxy goes on serving.
+func TestOversizedUpstreamHeadersAre502(t *testing.T) {
+	be := startRawBackend(t, func(c net.Conn, n int, head []byte) bool {
+		if strings.Contains(string(head), "big-header") {
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nX-Big: "+strings.Repeat("b", upstreamReadBuffer)+"\r\nContent-Length: 2\r\n\r\n{}")
+			return false
+		}
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+		return true
+	})
+	cfg := testConfig(be.url())
+	cfg.Route.Policy = "least_inflight"
+	tp := startProxy(t, cfg)
+	resp := post(t, tp.url("/v1/completions?big-header"), `{"model":"m"}`)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 502 || !strings.Contains(string(b), `"code":502`) {
+		t.Fatalf("status %d, %q; want the 502 envelope", resp.StatusCode, b)
+	}
+	resp = post(t, tp.url("/v1/completions"), `{"model":"m"}`)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("next request: status %d", resp.StatusCode)
+	}
+}

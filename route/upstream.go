@@ -98,6 +98,14 @@ func (c *deadlineConn) SetWriteDeadline(time.Time) error { return nil }
 // SetDeadline is a no-op: deadlineConn owns its deadlines.
 func (c *deadlineConn) SetDeadline(time.Time) error { return nil }
 
+// upstreamReadBuffer is the read buffer of each upstream connection, held
+// for as long as a response streams through it. It also bounds the
+// response's header block: 4 KiB, like nginx's proxy_buffer_size on x86
+// (vLLM's headers are a few hundred bytes). A body read larger than it
+// goes straight into the reader's buffer, so large answers are not copied
+// through it.
+const upstreamReadBuffer = 4 << 10
+
 // newHostClient returns the pooled fasthttp client of one backend. It never
 // retries by itself (the router decides what may be re-sent), streams
 // response bodies, keeps idle connections for less than vLLM's 5 s
@@ -132,7 +140,7 @@ func newHostClient(addr string, tls bool, up config.Upstream, conns *connTable) 
 		NoDefaultUserAgentHeader:      true,
 		DisableHeaderNamesNormalizing: false,
 		DisablePathNormalizing:        true,
-		ReadBufferSize:                64 << 10,
+		ReadBufferSize:                upstreamReadBuffer,
 	}
 }
 
