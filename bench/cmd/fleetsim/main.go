@@ -1,0 +1,111 @@
+// Command fleetsim runs the virtual-time fleet simulation (bench/fleetsim):
+// N pods x R probegate replicas with the production pickers, swept over
+// fleet sizes, replica counts, strategies and loads. It writes
+// DIR/results.json (deterministic for a seed), DIR/report.md, DIR/timing.json
+// and SVG plots. With -validate it replays the live bench's replicas
+// scenario instead and writes DIR/validation.md.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/probegate/probegate/bench/fleetsim"
+)
+
+func main() {
+	fs := flag.NewFlagSet("fleetsim", flag.ExitOnError)
+	quick := fs.Bool("quick", false, "CI-sized sweep: 16, 64 and 256 pods, 1, 4 and 32 replicas, 0.8x load, 5 s simulated (under 3 minutes)")
+	out := fs.String("out", "fleetsim-out", "output directory")
+	seed := fs.Int64("seed", 1, "seed of every draw: the same seed gives the same results.json")
+	dur := fs.Duration("duration", 0, "simulated arrival time of each grid run (default 10s, 5s with -quick)")
+	headline := fs.Duration("headline", -1, "simulated time of the largest-fleet run (default 60s, none with -quick; 0 disables)")
+	pods := fs.String("pods", "", "comma-separated fleet sizes (default 16,64,256,1024)")
+	replicas := fs.String("replicas", "", "comma-separated replica counts (default 1,4,8,16,32)")
+	strategies := fs.String("strategies", "", "comma-separated strategies (default "+strings.Join(fleetsim.Strategies, ",")+")")
+	trace := fs.String("trace", "", "also replay this trace (Azure schema) at the largest fleet; \"bench\" for the bench's committed slice")
+	crossover := fs.Bool("crossover", true, "run the pod-side cost series (ignored with -quick)")
+	validate := fs.Bool("validate", false, "replay the live bench's replicas scenario (8 pods, R 1/4/8) instead of the sweep")
+	live := fs.String("live", "", "with -validate: the live bench's results.json, for its capacity and the side-by-side table")
+	_ = fs.Parse(os.Args[1:])
+
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		fail(err)
+	}
+	if *validate {
+		d := *dur
+		if d == 0 {
+			d = 15 * time.Second
+		}
+		err := fleetsim.Validate(fleetsim.ValidateOptions{Seed: *seed, Live: *live, Duration: d, Params: fleetsim.LoopbackParams(), Log: os.Stderr}, *out)
+		if err != nil {
+			fail(err)
+		}
+		fmt.Fprintf(os.Stderr, "wrote %s/validation.md\n", *out)
+		return
+	}
+	o := fleetsim.DefaultOptions(*quick)
+	o.Seed, o.Log = *seed, os.Stderr
+	if *dur > 0 {
+		o.Duration = *dur
+	}
+	if *headline >= 0 {
+		o.Headline = *headline
+	}
+	if !*crossover {
+		o.Crossover = false
+	}
+	var err error
+	if o.Pods, err = ints(*pods, o.Pods); err != nil {
+		fail(err)
+	}
+	if o.Replicas, err = ints(*replicas, o.Replicas); err != nil {
+		fail(err)
+	}
+	if *strategies != "" {
+		o.Strategies = strings.Split(*strategies, ",")
+	}
+	if *trace != "" {
+		path := *trace
+		if path == "bench" {
+			path = ""
+		}
+		w, err := fleetsim.TraceWorkload(path)
+		if err != nil {
+			fail(err)
+		}
+		o.Trace = &w
+	}
+	start := time.Now()
+	res, timings, err := fleetsim.Sweep(o)
+	if err != nil {
+		fail(err)
+	}
+	if err := fleetsim.WriteAll(res, timings, *out); err != nil {
+		fail(err)
+	}
+	fmt.Fprintf(os.Stderr, "wrote %s/results.json, report.md, timing.json and plots in %v\n", *out, time.Since(start).Round(time.Second))
+}
+
+func ints(s string, def []int) ([]int, error) {
+	if s == "" {
+		return def, nil
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		var n int
+		if _, err := fmt.Sscanf(strings.TrimSpace(f), "%d", &n); err != nil || n < 1 {
+			return nil, fmt.Errorf("bad count %q", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "fleetsim:", err)
+	os.Exit(1)
+}

@@ -1,0 +1,178 @@
+package fleetsim
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/probegate/probegate/bench"
+)
+
+// tiny is the unit-sized run: 16 pods, 2 replicas, 5 s simulated.
+func tiny(strategy string, seed uint64) Config {
+	w := LognormalWorkload()
+	return Config{Pods: 16, Replicas: 2, Strategy: strategy, Workload: w, Rate: 0.8 * 16 * 2.6,
+		Duration: 5 * time.Second, Warmup: time.Second, Sim: PodSim(w), Slowdown: BenchSlowdown, Params: DefaultParams(), Seed: seed}
+}
+
+func TestTinySweepUnderTenSeconds(t *testing.T) {
+	start := time.Now()
+	o := DefaultOptions(true)
+	o.Pods, o.Replicas, o.Duration = []int{16}, []int{2}, 5*time.Second
+	res, timings, err := Sweep(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if el := time.Since(start); el > 10*time.Second {
+		t.Errorf("N=16, R=2, 5 s sweep took %v, want < 10s", el)
+	}
+	if len(res.Scenarios) != 1 || len(res.Scenarios[0].Strategies) != len(Strategies) || len(timings) != len(Strategies) {
+		t.Fatalf("got %d scenarios, %d timings; want 1 scenario of %d strategies", len(res.Scenarios), len(timings), len(Strategies))
+	}
+	sc := &res.Scenarios[0]
+	want := sc.Params.RateRPS * (sc.Params.DurationS - sc.Params.WarmupS)
+	for _, s := range sc.Strategies {
+		if s.Errors != 0 {
+			t.Errorf("%s: %d errors", s.Name, s.Errors)
+		}
+		// Every measured arrival completes (Poisson count within 5 sigma).
+		if got := float64(s.Requests); math.Abs(got-want) > 5*math.Sqrt(want) {
+			t.Errorf("%s: %d requests measured, offered %.0f", s.Name, s.Requests, want)
+		}
+		if s.TTFT.P50 <= 0 || s.TTFT.P99 < s.TTFT.P50 || s.E2E.P99 < s.TTFT.P99 {
+			t.Errorf("%s: inconsistent latencies ttft %+v e2e %+v", s.Name, s.TTFT, s.E2E)
+		}
+	}
+	if or := sc.find(bench.Oracle); or.TTFTP99RatioToOracle != 1 || or.Decisions["oracle"] == 0 {
+		t.Errorf("oracle: ratio %v, decisions %v", or.TTFTP99RatioToOracle, or.Decisions)
+	}
+}
+
+func TestProbeCostsAndSources(t *testing.T) {
+	cfg := tiny(bench.Probe, 1)
+	m, err := Run(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// d = 2 probes per decision, plus ~5% hedges, minus fresh skips.
+	if m.ProbesPerRequest < 1.8 || m.ProbesPerRequest > 2.3 {
+		t.Errorf("probes per request %v, want about d = 2", m.ProbesPerRequest)
+	}
+	if m.Decisions["probe"] < 9*(m.Decisions["scrape"]+m.Decisions["local"]) {
+		t.Errorf("decisions %v: probe answers should decide almost every request", m.Decisions)
+	}
+	// Pods receive what the replicas send: probes per pod per second is
+	// probes per request times requests per pod per second.
+	if want := m.ProbesPerRequest * m.QPSPerPod; math.Abs(m.PodProbesPerS-want) > 0.15*want {
+		t.Errorf("pod probes/s %v, want about %v", m.PodProbesPerS, want)
+	}
+
+	cached, err := Run(tiny(bench.Cached, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two replicas scraping every 50 ms after each answer (RTT + render).
+	p := DefaultParams()
+	want := 2 / (0.050 + (p.RTT + p.ScrapeRender).Seconds())
+	if math.Abs(cached.PodScrapesPerS-want) > 0.05*want {
+		t.Errorf("cached: %v scrapes per pod per second, want %v", cached.PodScrapesPerS, want)
+	}
+	if cached.PodProbesPerS != 0 || cached.Decisions["scrape"] == 0 {
+		t.Errorf("cached: probes %v, decisions %v", cached.PodProbesPerS, cached.Decisions)
+	}
+}
+
+func TestProbesPastDeadlineFallBack(t *testing.T) {
+	cfg := tiny(bench.Probe, 1)
+	cfg.Params.ProbeTailP, cfg.Params.ProbeTail = 1, 50*time.Millisecond // every probe misses the deadline
+	slow, err := Run(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slow.Decisions["probe"] != 0 || slow.FallbackRate != 1 {
+		t.Errorf("decisions %v, fallback %v: no probe answers in time, every decision must fall back", slow.Decisions, slow.FallbackRate)
+	}
+	if slow.Probes["timeout"] == 0 {
+		t.Errorf("probes %v: want timeouts", slow.Probes)
+	}
+	fast, err := Run(tiny(bench.Probe, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each decision waited the whole deadline (5 ms) instead of ~0.5 ms.
+	if d := slow.TTFT.P50 - fast.TTFT.P50; d < 2 {
+		t.Errorf("TTFT p50 %v with dead probes vs %v: the deadline wait is missing", slow.TTFT.P50, fast.TTFT.P50)
+	}
+}
+
+func TestSameSeedSameBytes(t *testing.T) {
+	run := func(seed int64) []byte {
+		o := DefaultOptions(true)
+		o.Seed, o.Pods, o.Replicas, o.Duration = seed, []int{16}, []int{2}, 3*time.Second
+		res, _, err := Sweep(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	a, b, c := run(7), run(7), run(8)
+	if !bytes.Equal(a, b) {
+		t.Error("two runs with seed 7 gave different results.json")
+	}
+	if bytes.Equal(a, c) {
+		t.Error("seeds 7 and 8 gave identical results.json")
+	}
+}
+
+func TestEventQueueOrder(t *testing.T) {
+	var q eventQueue
+	for i, at := range []time.Duration{5, 1, 3, 1, 2, 5, 0} {
+		q.push(event{at: at, a: int32(i)})
+	}
+	var got []int32
+	var last time.Duration
+	for q.len() > 0 {
+		e := q.pop()
+		if e.at < last {
+			t.Fatalf("event at %v after %v", e.at, last)
+		}
+		last = e.at
+		got = append(got, e.a)
+	}
+	// Ties fire in scheduling order: 1 before 3 (at 1), 0 before 5 (at 5).
+	want := []int32{6, 1, 3, 4, 2, 0, 5}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("order %v, want %v", got, want)
+		}
+	}
+}
+
+func TestTraceArrivalsFollowTheRate(t *testing.T) {
+	w, err := TraceWorkload("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := newSource(w, 200, 20*time.Second, BenchMaxModelLen, 3)
+	n := 0
+	for {
+		j, ok := src.next()
+		if !ok {
+			break
+		}
+		if j.Prompt.Tokens < 1 || j.MaxTokens < 1 || j.Prompt.Tokens+j.MaxTokens > BenchMaxModelLen {
+			t.Fatalf("job %d: %d + %d tokens", n, j.Prompt.Tokens, j.MaxTokens)
+		}
+		n++
+	}
+	// The trace's gaps rescaled to 200 req/s over 20 s (bursty: 15%).
+	if n < 3400 || n > 4600 {
+		t.Errorf("%d arrivals in 20 s at 200 req/s", n)
+	}
+}

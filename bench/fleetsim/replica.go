@@ -1,0 +1,196 @@
+package fleetsim
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/probegate/probegate/bench"
+	"github.com/probegate/probegate/probe"
+	"github.com/probegate/probegate/route"
+)
+
+// epoch is virtual time 0 as a time.Time, for the production code's clocks.
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// vclock is a replica's clock: the simulation's time plus, during a pick,
+// the time its probes have waited so far.
+type vclock struct {
+	s      *sim
+	offset time.Duration
+}
+
+func (c *vclock) now() time.Time { return epoch.Add(c.s.now + c.offset) }
+
+func (c *vclock) at(start time.Time, d time.Duration) time.Time { return start.Add(d) }
+
+// replica is one probegate replica: its own Backends (so its own probe.State
+// reports, counters, prefix and LoRA memories), the production Picker of its
+// strategy over them, and its scrape loops. Replicas share nothing, as
+// deployed replicas share nothing.
+type replica struct {
+	idx      int
+	s        *sim
+	backends []*route.Backend
+	podOf    map[*probe.State]int32
+	picker   route.Picker
+	scratch  *route.Scratch
+	clock    *vclock
+	prober   *vprober // nil unless the policy probes
+	rng      *rand.Rand
+	info     route.RequestInfo
+	scrape   probe.ScrapeConfig
+	scrapes  bool // the policy reads reports: scrape loops run
+	orca     bool
+	mem      *route.Memory
+	// route.prefix.block_chars and route.load.default_output_tokens, for
+	// the token-work accounting (route.WorkTicket).
+	blockChars    int
+	defaultOutput float64
+	loops         []scrapeLoop
+	decide        [8]int64 // decisions by probe.Source
+	errors        int64
+}
+
+// scrapeLoop is the state of one production scrape loop (probe.Scraper.loop)
+// for one pod: its interval and the adaptive rate average.
+type scrapeLoop struct {
+	interval time.Duration
+	lastT    time.Duration
+	lastDisp uint64
+	rate     float64
+	pending  probe.Load // the answer on its way from the pod
+}
+
+// newReplica builds replica idx with strategy's production configuration
+// (bench.StrategyConfig) over the pods at addrs.
+func newReplica(s *sim, idx int, strategy string, addrs []string, seed uint64) (*replica, error) {
+	urls := make([]string, len(addrs))
+	for i, a := range addrs {
+		urls[i] = "http://" + a
+	}
+	cfg, err := bench.StrategyConfig(strategy, urls)
+	if err != nil {
+		return nil, err
+	}
+	r := &replica{
+		idx: idx, s: s, clock: &vclock{s: s},
+		rng:           rand.New(rand.NewPCG(seed, uint64(idx)+0x7265706c)),
+		podOf:         make(map[*probe.State]int32, len(addrs)),
+		scratch:       route.NewScratch(),
+		scrape:        probe.ScrapeConfigFrom(cfg.Scrape),
+		scrapes:       route.PolicyReadsReports(cfg.Route.Policy),
+		orca:          cfg.Probe.ORCA,
+		mem:           &route.Memory{},
+		blockChars:    cfg.Route.Prefix.BlockChars,
+		defaultOutput: float64(cfg.Route.Load.DefaultOutputTokens),
+	}
+	// No workload here shares prompt prefixes across requests, so prefix
+	// tables only ever miss: keep them small (memory at 32 x 1024 backends).
+	for i, a := range addrs {
+		b := route.NewBackend(a, 64)
+		r.backends = append(r.backends, b)
+		r.podOf[b.State()] = int32(i)
+	}
+	pc := route.PickerConfigFrom(cfg)
+	deps := route.Deps{Rand: r.rng.Uint64, Now: r.clock.now, Memory: r.mem}
+	if bench.UsesOracle(strategy) {
+		deps.Views = oracleViews{s: s, r: r}
+	}
+	if cfg.Route.Policy == "probe" {
+		prc, err := probe.ProberConfigFrom(cfg.Probe, cfg.Route.D)
+		if err != nil {
+			return nil, err
+		}
+		r.prober = &vprober{cfg: prc, est: probe.NewHedgeEstimator(prc.Deadline), rep: r, s: s,
+			rng: rand.New(rand.NewPCG(seed, uint64(idx)+0x70726f62))}
+		deps.Prober = r.prober
+	}
+	r.picker, err = route.NewPicker(pc, route.NewPool(r.backends), deps)
+	if err != nil {
+		return nil, fmt.Errorf("strategy %s: %w", strategy, err)
+	}
+	model := []byte(s.cfg.Sim.Model)
+	r.info = route.RequestInfo{JSON: true, Model: model, ModelHash: xxhash.Sum64(model), Stream: true, IgnoreEOS: true}
+	if cfg.Route.Policy == "round_robin" && !s.cfg.Lockstep {
+		// Replicas started at different times hold different cursors; all
+		// starting at 0 would send the i-th request of every replica to
+		// the same pod. Advance the cursor to a seeded offset.
+		for range r.rng.IntN(len(addrs)) {
+			if _, _, err := r.picker.Pick(context.Background(), &r.info, nil, r.scratch); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if r.scrapes {
+		r.loops = make([]scrapeLoop, len(addrs))
+		for i := range r.loops {
+			r.loops[i] = scrapeLoop{interval: r.scrape.Interval, rate: -1}
+		}
+	}
+	return r, nil
+}
+
+// pick routes req arriving now and dispatches it as the proxy does (token
+// work, counters, affinity notes). It returns the pod, the time the
+// decision took (probe wait), and false when no backend could be chosen.
+func (r *replica) pick(req *request) (int32, time.Duration, bool) {
+	r.clock.offset = 0
+	r.info.Stream = req.stream
+	r.info.PromptTokens = req.job.Prompt.Tokens
+	r.info.MaxTokens = req.job.MaxTokens
+	b, dec, err := r.picker.Pick(context.Background(), &r.info, nil, r.scratch)
+	wait := r.clock.offset
+	now := r.clock.now()
+	r.clock.offset = 0
+	if err != nil {
+		r.errors++
+		return -1, wait, false
+	}
+	r.decide[dec.Source]++
+	req.work = r.mem.BeginWork(&r.info, b, r.blockChars, r.defaultOutput, now)
+	b.State().Dispatch()
+	b.NoteDispatch(&r.info, now)
+	return r.podOf[b.State()], wait, true
+}
+
+// sseFrame stands for the first chunk of a streamed answer.
+var sseFrame = []byte("data: {}\n\n")
+
+// firstByte records that req's first response bytes passed the replica.
+func (r *replica) firstByte(req *request) {
+	req.work.SawBytes(r.backends[req.pod], sseFrame, r.clock.now())
+}
+
+// finish records that req ended at this replica, with the ORCA header of
+// its response when it had one.
+func (r *replica) finish(req *request, orca *probe.Load) {
+	b := r.backends[req.pod]
+	r.mem.EndWork(b, &req.work, true)
+	st := b.State()
+	st.Finish()
+	if orca != nil && r.orca {
+		st.Report(orca)
+	}
+}
+
+// oracleViews is the oracle strategy's route.ViewSource: each pod's true
+// engine state at the decision, as bench.OracleViews gives for a live fleet.
+type oracleViews struct {
+	s *sim
+	r *replica
+}
+
+// View implements route.ViewSource.
+func (o oracleViews) View(b *route.Backend, _ time.Time, _ time.Duration) probe.View {
+	st := b.State()
+	p := o.s.pods[o.r.podOf[st]]
+	w := p.eng.Waiting()
+	return probe.View{
+		Queue: float64(p.eng.Running() + w), Waiting: w, KVUse: p.eng.KVUse(),
+		MaxLoRA: p.maxLoRA, BaseModel: p.baseName, Source: probe.SourceOracle, Inflight: st.Inflight(),
+	}
+}

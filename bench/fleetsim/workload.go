@@ -1,0 +1,144 @@
+package fleetsim
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/probegate/probegate/bench"
+	"github.com/probegate/probegate/internal/vllmsim"
+)
+
+// Job is one request of a run: when it reaches its replica and its size.
+type Job struct {
+	At        time.Duration
+	Prompt    vllmsim.Prompt
+	MaxTokens int // exact output length (ignore_eos, as the bench sends)
+}
+
+// Workload draws request sizes and arrival gaps: the bench's size
+// distributions (bench.SizesUniform, bench.SizesLognormal) with Poisson
+// arrivals, or a trace's sizes and inter-arrival gaps (bench.LoadTrace),
+// gaps rescaled to the target rate.
+type Workload struct {
+	Name string
+	// Sizes draws one request's prompt and output token counts. Nil for a
+	// trace workload.
+	Sizes func(rng *rand.Rand) (prompt, output int)
+	// Trace is the replayed trace (nil for synthetic workloads).
+	Trace []bench.TraceRow
+	// KVBlocks is the pods' KV cache size for this workload (the bench's
+	// choice: 512 blocks for uniform sizes, 1024 for the code trace's).
+	KVBlocks int
+}
+
+// UniformWorkload is the bench's -sizes uniform: a prompt of "Request i: "
+// and 400-1600 characters (one token per 4 bytes, as vllmsim tokenizes),
+// 16-48 output tokens, both uniform.
+func UniformWorkload() Workload {
+	return Workload{Name: bench.SizesUniform, KVBlocks: 512, Sizes: func(rng *rand.Rand) (int, int) {
+		chars := 14 + 400 + rng.IntN(1201)
+		return (chars + vllmsim.BytesPerToken - 1) / vllmsim.BytesPerToken, 16 + rng.IntN(33)
+	}}
+}
+
+// LognormalWorkload is the bench's default -sizes lognormal: prompt and
+// output token counts from the lognormals fitted to the Azure 2023 code
+// trace (bench.CodePromptTokens, bench.CodeOutputTokens).
+func LognormalWorkload() Workload {
+	return Workload{Name: bench.SizesLognormal, KVBlocks: 1024, Sizes: func(rng *rand.Rand) (int, int) {
+		return bench.CodePromptTokens.Draw(rng), bench.CodeOutputTokens.Draw(rng)
+	}}
+}
+
+// TraceWorkload replays the trace at path (Azure schema; "" is the bench's
+// committed slice) through bench.LoadTrace.
+func TraceWorkload(path string) (Workload, error) {
+	rows, err := bench.LoadTrace(path)
+	if err != nil {
+		return Workload{}, err
+	}
+	if len(rows) < 2 || bench.TraceDuration(rows) <= 0 {
+		return Workload{}, fmt.Errorf("trace %q: fewer than 2 requests", path)
+	}
+	return Workload{Name: "trace", Trace: rows, KVBlocks: 1024}, nil
+}
+
+// source yields the jobs of one run in arrival order.
+type source struct {
+	w       Workload
+	rng     *rand.Rand
+	rate    float64 // requests/s
+	end     time.Duration
+	maxLen  int // cap on prompt + output tokens
+	t       time.Duration
+	i       int
+	scale   float64 // trace gap multiplier
+	fixed   []Job   // explicit jobs (validation against the live bench)
+	blockSz int
+}
+
+func newSource(w Workload, rate float64, end time.Duration, maxLen int, seed uint64) *source {
+	s := &source{w: w, rng: rand.New(rand.NewPCG(seed, 0x666c656574)), rate: rate, end: end, maxLen: maxLen}
+	if len(w.Trace) > 1 {
+		span := bench.TraceDuration(w.Trace)
+		traceRate := float64(len(w.Trace)-1) / span.Seconds()
+		s.scale = traceRate / rate
+		s.i = s.rng.IntN(len(w.Trace)) // start at a seeded place in the trace
+	}
+	return s
+}
+
+// next returns the next job, or false when the run's arrivals are over.
+func (s *source) next() (Job, bool) {
+	if s.fixed != nil {
+		if s.i >= len(s.fixed) {
+			return Job{}, false
+		}
+		s.i++
+		return s.fixed[s.i-1], true
+	}
+	var p, g int
+	if s.w.Trace != nil {
+		n := len(s.w.Trace)
+		cur, nxt := s.w.Trace[s.i%n], s.w.Trace[(s.i+1)%n]
+		gap := nxt.At - cur.At
+		if gap < 0 { // wrapping around: one mean gap
+			gap = bench.TraceDuration(s.w.Trace) / time.Duration(n-1)
+		}
+		s.t += time.Duration(float64(gap) * s.scale)
+		p, g = cur.Prompt, cur.Output
+		s.i++
+	} else {
+		s.t += time.Duration(s.rng.ExpFloat64() / s.rate * float64(time.Second))
+		p, g = s.w.Sizes(s.rng)
+	}
+	if s.t >= s.end {
+		return Job{}, false
+	}
+	if p+g > s.maxLen { // as bench.Workload caps sizes: the output goes first
+		g = max(s.maxLen-p, 1)
+		p = min(p, s.maxLen-g)
+	}
+	return Job{At: s.t, Prompt: vllmsim.Prompt{Tokens: p}, MaxTokens: g}, true
+}
+
+// BenchJobs is the live bench's request sequence for one steady-rate run of
+// its replicas scenario at rate for dur with seed (bench.Arrivals and
+// bench.Workload.Build with sizes, as bench.Run draws them), as jobs: the
+// validation runs replay exactly what the live bench sends.
+func BenchJobs(sizes string, rate float64, dur time.Duration, seed int64, blockSize int) []Job {
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x73636864))
+	arr := bench.Arrivals([]bench.Segment{{Rate: rate, Dur: dur}}, 1, rng)
+	w := bench.Workload{Model: vllmsim.DefaultConfig().Model, PromptChars: [2]int{400, 1600}, MaxTokens: [2]int{16, 48}, Sizes: sizes, MaxModelLen: 8192}
+	reqs := w.Build(arr, nil, uint64(seed))
+	jobs := make([]Job, len(reqs))
+	for i, r := range reqs {
+		p := vllmsim.Prompt{Tokens: r.PromptTokens}
+		if p.Tokens <= 0 {
+			p = vllmsim.HashText(blockSize, "", "", r.Prompt)
+		}
+		jobs[i] = Job{At: r.At, Prompt: p, MaxTokens: r.MaxTokens}
+	}
+	return jobs
+}
