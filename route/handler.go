@@ -21,6 +21,9 @@ type reqCtx struct {
 	tried [config.MaxRetries + 1]*Backend
 	id    []byte
 	xff   []byte
+	// path is the normalized request path, target the request target
+	// forwarded (route.allow_paths).
+	path, target []byte
 }
 
 func newReqCtx() *reqCtx {
@@ -81,6 +84,20 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, fasthttp.StatusBadRequest, "request has both Content-Length and Transfer-Encoding")
 		ctx.SetConnectionClose()
 		p.metrics.requests(nil, fasthttp.StatusBadRequest)
+		return
+	}
+	if status, allow := rt.allow.admitPath(&ctx.Request, rc); status != 0 {
+		// Never sent to a pod: operator endpoints (/metrics, /sleep,
+		// /v1/load_lora_adapter, ...) are not the clients' to call.
+		msg := "path not allowed by route.allow_paths"
+		if status == fasthttp.StatusMethodNotAllowed {
+			msg = "method not allowed for this path by route.allow_paths"
+		}
+		writeError(ctx, status, msg)
+		if allow != "" {
+			ctx.Response.Header.Set("Allow", allow)
+		}
+		p.metrics.requests(nil, status)
 		return
 	}
 	body := ctx.PostBody()

@@ -35,6 +35,9 @@ func TestMain(m *testing.M) {
 func testConfig(backends ...string) *config.Config {
 	c := config.Default()
 	c.Backends.Static = backends
+	// Most forwarding tests use paths of their own (/a, /ws, /slow):
+	// allow_test.go and the retry tests exercise the default allowlist.
+	c.Route.AllowPaths = []string{"/*"}
 	c.Route.Policy = "least_inflight"
 	c.Log.Access = false
 	c.Breaker.OpenFor = config.Duration(300 * time.Millisecond)

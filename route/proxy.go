@@ -183,6 +183,10 @@ func (p *Proxy) buildSettings(cfg *config.Config) (*settings, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	allow, err := compileAllow(cfg.Route.AllowPaths)
+	if err != nil {
+		return nil, fmt.Errorf("route.allow_paths: %w", err)
+	}
 	pc := PickerConfigFrom(cfg)
 	reports := PolicyReadsReports(pc.Policy) && p.views == nil
 	set := &settings{
@@ -190,6 +194,7 @@ func (p *Proxy) buildSettings(cfg *config.Config) (*settings, error) {
 		pc:            pc,
 		reports:       reports,
 		orca:          cfg.Probe.ORCA && reports,
+		allow:         allow,
 		retries:       cfg.Upstream.Retries,
 		retryOnReset:  cfg.Upstream.RetryOnReset,
 		blockChars:    cfg.Route.Prefix.BlockChars,

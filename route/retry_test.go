@@ -22,8 +22,14 @@ import (
 
 // rtPolicies are the configurations the retry goals are shown for.
 var rtPolicies = map[string]func(urls ...string) *config.Config{
-	"least_inflight": testConfig,
-	"probe":          ftProbeConfig,
+	"least_inflight": func(urls ...string) *config.Config { return withDefaultAllow(testConfig(urls...)) },
+	"probe":          func(urls ...string) *config.Config { return withDefaultAllow(ftProbeConfig(urls...)) },
+}
+
+// withDefaultAllow restores the default route.allow_paths in a test config.
+func withDefaultAllow(c *config.Config) *config.Config {
+	c.Route.AllowPaths = config.Default().Route.AllowPaths
+	return c
 }
 
 // rtDo sends one completion request and returns nil when the client saw a
@@ -227,7 +233,7 @@ func rtKillWhileWaiting(t *testing.T, mk func(...string) *config.Config, onReset
 		}()
 	}
 	ftPoll(t, 3*time.Second, "10 requests wait on the victim", func() bool {
-		return ftBackend(tp, victim.Addr()).Inflight == n
+		return victim.State().ServerLoad == n // received whole by the pod
 	})
 	// A second pod joins; then the first dies.
 	cfg2 := mk(victim.URL(), other.URL())

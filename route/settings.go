@@ -14,6 +14,7 @@ type settings struct {
 	prober  Prober // the probe policy's; nil for the others
 	reports bool   // the policy reads reports: scrape the pool
 	orca    bool   // ask backends for ORCA load headers
+	allow   *allowList
 	retries int
 	// retryOnReset: re-pick after a connection closed before the first
 	// response byte (upstream.retry_on_reset).

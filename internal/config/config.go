@@ -89,6 +89,11 @@ type Upstream struct {
 
 // Route configures the routing policy and its scorers.
 type Route struct {
+	// AllowPaths: the only request paths (and methods) forwarded to the
+	// backends, "[METHOD[,METHOD] ]/path" or "/prefix/*" (see
+	// ParseAllowRule); default DefaultAllowPaths, vLLM's inference API.
+	// ["/*"] forwards everything.
+	AllowPaths []string   `yaml:"allow_paths"`
 	Policy     string     `yaml:"policy"` // probe | cached | least_inflight | round_robin | random; default probe
 	D          int        `yaml:"d"`      // default 2, at most MaxD
 	Weights    Weights    `yaml:"weights"`

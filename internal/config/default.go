@@ -28,8 +28,9 @@ func Default() *Config {
 			RetryOnReset:       true,
 		},
 		Route: Route{
-			Policy: PolicyProbe,
-			D:      2,
+			AllowPaths: append([]string(nil), DefaultAllowPaths...),
+			Policy:     PolicyProbe,
+			D:          2,
 			Weights: Weights{
 				Queue:   2,
 				KVCache: 2,

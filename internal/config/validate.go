@@ -191,6 +191,14 @@ func validate(c *Config) Errors {
 	v.atMost("upstream.retries", int64(u.Retries), MaxRetries)
 
 	r := c.Route
+	if len(r.AllowPaths) == 0 {
+		v.add("route.allow_paths", `must not be empty (["/*"] forwards every path)`)
+	}
+	for i, e := range r.AllowPaths {
+		if _, err := ParseAllowRule(e); err != nil {
+			v.add(fmt.Sprintf("route.allow_paths[%d]", i), "%s", err.Error())
+		}
+	}
 	v.oneOf("route.policy", r.Policy, policies...)
 	v.atLeast("route.d", int64(r.D), 1)
 	v.atMost("route.d", int64(r.D), MaxD)
