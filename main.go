@@ -29,8 +29,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/rs/zerolog"
 
-	"github.com/probegate/probegate/internal/vllmsim"
 	"github.com/probegate/probegate/internal/config"
+	"github.com/probegate/probegate/internal/vllmsim"
 	"github.com/probegate/probegate/route"
 )
 
@@ -68,7 +68,7 @@ func run(args []string, stdout, stderr io.Writer, sig <-chan os.Signal, ready ch
 	if *demo && !cfgGiven {
 		cfg = config.Default()
 	} else {
-		cfg, err = loadForDemo(*cfgPath, *demo)
+		cfg, err = config.Load(*cfgPath)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "probegate: %s is invalid:\n%s\n", *cfgPath, indent(err.Error()))
@@ -112,7 +112,7 @@ func run(args []string, stdout, stderr io.Writer, sig <-chan os.Signal, ready ch
 		fmt.Fprintf(stderr, "probegate: server.admin_listen: %v\n", err)
 		return 1
 	}
-	admin := &http.Server{Handler: p.AdminHandler(), ReadHeaderTimeout: 10 * time.Second}
+	admin := &http.Server{Handler: p.AdminHandler(), ReadHeaderTimeout: adminReadHeaderTimeout}
 	serveErr := make(chan error, 2)
 	go func() { serveErr <- p.Serve(ln) }()
 	go func() {
@@ -153,23 +153,24 @@ loop:
 	if err := p.Shutdown(ctx); err != nil {
 		log.Warn().Err(err).Msg("shutdown grace elapsed: remaining streams were cut")
 	}
-	actx, acancel := context.WithTimeout(context.Background(), time.Second)
+	actx, acancel := context.WithTimeout(context.Background(), adminShutdownWait)
 	defer acancel()
 	_ = admin.Shutdown(actx)
 	log.Info().Msg("stopped")
 	return code
 }
 
-// loadForDemo loads path. In demo mode the backends come from the
-// simulated fleet and replace those of the file.
-func loadForDemo(path string, _ bool) (*config.Config, error) {
-	return config.Load(path)
-}
+// Admin listener bounds. The admin endpoints answer from memory, so a
+// client slower than these is misbehaving; neither is a config key.
+const (
+	adminReadHeaderTimeout = 10 * time.Second
+	adminShutdownWait      = time.Second // after the proxy drained
+)
 
 // reload re-reads the configuration on SIGHUP. An invalid file is logged
 // problem by problem, and the running configuration keeps serving.
 func reload(p *route.Proxy, path string, demo bool, fleet *vllmsim.Fleet, log zerolog.Logger) {
-	cfg, err := loadForDemo(path, demo)
+	cfg, err := config.Load(path)
 	if err != nil {
 		var errs config.Errors
 		if errors.As(err, &errs) {

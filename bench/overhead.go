@@ -769,23 +769,8 @@ func maxStreams(want int) int {
 	return min(want, (limit-200)/2)
 }
 
-// rssMiB returns the resident set of pid from /proc, in MiB.
-func rssMiB(pid int) float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			f := strings.Fields(v)
-			if len(f) > 0 {
-				kb, _ := strconv.ParseFloat(f[0], 64)
-				return round3(kb / 1024)
-			}
-		}
-	}
-	return 0
-}
+// rssMiB returns the resident set of pid, in MiB.
+func rssMiB(pid int) float64 { return round3(float64(RSS(pid)) / (1 << 20)) }
 
 // overheadReport renders the overhead section of report.md.
 func overheadReport(o *OverheadResult) string {

@@ -150,7 +150,7 @@ func (p *Prober) Run(ctx context.Context, cands, spares []*State) Result {
 	}
 
 	// Freshness is judged once, at start; fresh[i] remembers it.
-	var buf [16]bool
+	var buf [config.MaxD]bool // cands never exceed route.d
 	fresh := buf[:0]
 	for _, s := range cands {
 		f := p.isFresh(s, start)

@@ -109,7 +109,7 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 	rc.ex.Extract(body, rt.blockChars, rt.maxBlocks, &rc.info)
 
 	req := &ctx.Request
-	stripHopRequest(&req.Header)
+	stripHop(&req.Header)
 	p.setForwardedFor(ctx, rc)
 	baseID, idSent := clientRequestID(&req.Header)
 	rc.id = rc.id[:0]

@@ -126,21 +126,19 @@ var hopHeaders = []string{
 	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
 }
 
-// stripHopRequest removes hop-by-hop headers from an outgoing request,
-// including those named by any of its Connection fields.
-func stripHopRequest(h *fasthttp.RequestHeader) {
-	for _, c := range h.PeekAll("Connection") {
-		forEachToken(c, func(name []byte) { h.DelBytes(name) })
-	}
-	for _, k := range hopHeaders {
-		h.Del(k)
-	}
-	h.ResetConnectionClose()
+// hopHeader is what stripHop needs of a header: *fasthttp.RequestHeader
+// and *fasthttp.ResponseHeader both have it.
+type hopHeader interface {
+	PeekAll(key string) [][]byte
+	Del(key string)
+	DelBytes(key []byte)
+	ResetConnectionClose()
 }
 
-// stripHopResponse removes hop-by-hop headers from a response going back to
-// the client, including those named by any of its Connection fields.
-func stripHopResponse(h *fasthttp.ResponseHeader) {
+// stripHop removes hop-by-hop headers, including those named by any of its
+// Connection fields, from an outgoing request (&req.Header) or from a
+// response going back to the client (&resp.Header).
+func stripHop[H hopHeader](h H) {
 	for _, c := range h.PeekAll("Connection") {
 		forEachToken(c, func(name []byte) { h.DelBytes(name) })
 	}

@@ -16,23 +16,22 @@ import (
 // prober and scraper report without importing Prometheus. Safe for
 // concurrent use.
 type Metrics struct {
-	requestsVec      *prometheus.CounterVec
-	duration         prometheus.Histogram
-	firstByte        prometheus.Histogram
-	probesVec        *prometheus.CounterVec
-	probeDuration    prometheus.Histogram
-	decisionsVec     *prometheus.CounterVec
-	stateAge         prometheus.Histogram
-	decideTime       prometheus.Histogram
-	scrapesVec       *prometheus.CounterVec
-	scrapeIntervalV  *prometheus.GaugeVec
-	retriesVec       *prometheus.CounterVec
-	retries          [retryBreaker + 1]prometheus.Counter // by retryReason
-	shed             prometheus.Counter
-	probes           map[string]prometheus.Counter // by outcome, resolved once
-	decisions        [probe.SourceOracle + 1]prometheus.Counter
-	codeNames        sync.Map // int -> string, status code label cache
-	scrapeIntervalMu sync.Mutex
+	requestsVec     *prometheus.CounterVec
+	duration        prometheus.Histogram
+	firstByte       prometheus.Histogram
+	probesVec       *prometheus.CounterVec
+	probeDuration   prometheus.Histogram
+	decisionsVec    *prometheus.CounterVec
+	stateAge        prometheus.Histogram
+	decideTime      prometheus.Histogram
+	scrapesVec      *prometheus.CounterVec
+	scrapeIntervalV *prometheus.GaugeVec
+	retriesVec      *prometheus.CounterVec
+	retries         [retryBreaker + 1]prometheus.Counter // by retryReason
+	shed            prometheus.Counter
+	probes          map[string]prometheus.Counter // by outcome, resolved once
+	decisions       [probe.SourceOracle + 1]prometheus.Counter
+	codeNames       sync.Map // int -> string, status code label cache
 
 	// Backends whose series were deleted (reaped) in the last goneFor,
 	// guarded by goneMu so that a scrape report racing the reap cannot

@@ -321,7 +321,11 @@ func (p *Proxy) setBackendsLocked(cfg *config.Config, targets []Target) {
 	next := make([]*Backend, 0, len(targets))
 	for _, t := range targets {
 		u := t.URL
-		addr, tls := splitBackendURL(u)
+		addr, tls, ok := config.BackendAddr(u)
+		if !ok {
+			p.log.Warn().Str("backend", u).Str("origin", t.Origin).Msg("backend ignored: not http(s)://host:port or host:port")
+			continue
+		}
 		if keep[addr] {
 			continue
 		}

@@ -1,6 +1,7 @@
 package route
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"time"
@@ -92,7 +93,7 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 	}
 	ctx.Response.Reset()
 	resp.Header.CopyTo(&ctx.Response.Header)
-	stripHopResponse(&ctx.Response.Header)
+	stripHop(&ctx.Response.Header)
 	ctx.Response.Header.Del(hdrORCA)
 	ctx.Response.SetStatusCode(status)
 	ctx.Response.Header.Del(hdrRequestID)
@@ -122,7 +123,7 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 	if s.up == nil {
 		// No body stream (e.g. HEAD): settle now.
 		body := append([]byte(nil), resp.Body()...)
-		s.up = bytesReader(body)
+		s.up = bytes.NewReader(body)
 		size = len(body)
 	}
 	ctx.Response.SetBodyStream(s, size)

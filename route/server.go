@@ -108,13 +108,23 @@ func (p *Proxy) Serve(ln net.Listener) error {
 	return p.server.Serve(ln)
 }
 
+// shutdownPoll is how often Shutdown checks whether every stream settled:
+// short enough to return within a few milliseconds of the last one.
+const shutdownPoll = 5 * time.Millisecond
+
+// cutSettleWait bounds how long Shutdown waits, after cutting the
+// remaining client connections, for their streams to settle (their
+// accounting and breaker outcomes); a stream settles within one read of
+// its closed socket, so this is ample, and it keeps Shutdown bounded.
+const cutSettleWait = time.Second
+
 // Shutdown stops accepting connections, lets in-flight requests and streams
 // finish until ctx is done, then closes what remains and stops the
 // background loops. It returns ctx.Err() if streams had to be cut.
 func (p *Proxy) Shutdown(ctx context.Context) error {
 	errc := make(chan error, 1)
 	go func() { errc <- p.server.ShutdownWithContext(ctx) }()
-	t := time.NewTicker(5 * time.Millisecond)
+	t := time.NewTicker(shutdownPoll)
 	defer t.Stop()
 	var err error
 wait:
@@ -143,7 +153,7 @@ wait:
 		// and upstream requests hanging, and give the streams a moment to
 		// settle.
 		p.closeClientConns()
-		for i := 0; i < 200 && p.inflight.Load() > 0; i++ {
+		for i := 0; i < int(cutSettleWait/shutdownPoll) && p.inflight.Load() > 0; i++ {
 			<-t.C
 		}
 	}

@@ -2,7 +2,6 @@ package route
 
 import (
 	"net"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -106,6 +105,12 @@ func (c *deadlineConn) SetDeadline(time.Time) error { return nil }
 // through it.
 const upstreamReadBuffer = 4 << 10
 
+// upstreamKeepAlive is the TCP keep-alive probe period of upstream
+// connections (net.Dialer's default): it detects a peer that vanished
+// without a FIN on a long idle stream. Not a config key: it changes
+// nothing a user observes.
+const upstreamKeepAlive = 30 * time.Second
+
 // newHostClient returns the pooled fasthttp client of one backend. It never
 // retries by itself (the router decides what may be re-sent), streams
 // response bodies, keeps idle connections for less than vLLM's 5 s
@@ -116,7 +121,7 @@ const upstreamReadBuffer = 4 << 10
 func newHostClient(addr string, tls bool, up config.Upstream, conns *connTable) *fasthttp.HostClient {
 	connect := up.ConnectTimeout.D()
 	firstByte, idle := up.FirstByteTimeout.D(), up.IdleTimeout.D()
-	dialer := &net.Dialer{Timeout: connect, KeepAlive: 30 * time.Second}
+	dialer := &net.Dialer{Timeout: connect, KeepAlive: upstreamKeepAlive}
 	return &fasthttp.HostClient{
 		Addr:  addr,
 		IsTLS: tls,
@@ -142,17 +147,4 @@ func newHostClient(addr string, tls bool, up config.Upstream, conns *connTable) 
 		DisablePathNormalizing:        true,
 		ReadBufferSize:                upstreamReadBuffer,
 	}
-}
-
-// splitBackendURL turns a configured base URL into host:port and whether it
-// uses TLS. Validation already guaranteed the shape.
-func splitBackendURL(u string) (addr string, tls bool) {
-	switch {
-	case strings.HasPrefix(u, "https://"):
-		u, tls = u[len("https://"):], true
-	case strings.HasPrefix(u, "http://"):
-		u = u[len("http://"):]
-	}
-	u = strings.TrimSuffix(u, "/")
-	return u, tls
 }

@@ -430,3 +430,31 @@ func TestQuorumAboveProbeCountIsValid(t *testing.T) {
 		t.Fatalf("quorum above d + hedges rejected: %v", err)
 	}
 }
+
+func TestBackendAddr(t *testing.T) {
+	for _, c := range []struct {
+		raw     string
+		addr    string
+		tls, ok bool
+	}{
+		{"http://10.0.0.7:8000", "10.0.0.7:8000", false, true},
+		{"https://vllm.example:443/", "vllm.example:443", true, true},
+		{"http://[::1]:8000", "[::1]:8000", false, true},
+		{"10.0.0.8:8000", "10.0.0.8:8000", false, true}, // from DNS discovery
+		{"ftp://x:1", "", false, false},
+		{"http://x:1/v1", "", false, false},
+		{"", "", false, false},
+	} {
+		addr, tls, ok := BackendAddr(c.raw)
+		if addr != c.addr || tls != c.tls || ok != c.ok {
+			t.Errorf("BackendAddr(%q) = %q, %v, %v; want %q, %v, %v", c.raw, addr, tls, ok, c.addr, c.tls, c.ok)
+		}
+		// Validate accepts a static URL exactly when BackendAddr does.
+		if strings.Contains(c.raw, "://") {
+			_, msg := checkBackendURL(c.raw)
+			if (msg == "") != c.ok {
+				t.Errorf("%q: Validate and BackendAddr disagree (%q)", c.raw, msg)
+			}
+		}
+	}
+}

@@ -259,35 +259,61 @@ func validate(c *Config) Errors {
 	return v.probs
 }
 
+// BackendAddr returns the host:port a backend URL names and whether it
+// uses TLS. raw is a backends.static value that passed Validate
+// ("http(s)://host:port", optional trailing "/") or a bare "host:port" as
+// DNS and Kubernetes discovery produce. It and Validate share one parser
+// (parseBackendURL); a value Validate would refuse yields ok false.
+func BackendAddr(raw string) (addr string, tls, ok bool) {
+	if !strings.Contains(raw, "://") {
+		return raw, false, raw != ""
+	}
+	u, msg := parseBackendURL(raw)
+	if msg != "" {
+		return "", false, false
+	}
+	return u.Host, u.Scheme == "https", true
+}
+
 // checkBackendURL checks that raw is http(s)://host:port with an optional
 // trailing "/" and returns a normalized form for duplicate detection, or a
 // problem message.
 func checkBackendURL(raw string) (norm, msg string) {
+	u, msg := parseBackendURL(raw)
+	if msg != "" {
+		return "", msg
+	}
+	return u.Scheme + "://" + strings.ToLower(u.Host), ""
+}
+
+// parseBackendURL parses raw as http(s)://host:port with an optional
+// trailing "/", or returns a problem message.
+func parseBackendURL(raw string) (*url.URL, string) {
 	const want = "must be http(s)://host:port"
 	u, err := url.Parse(raw)
 	if err != nil {
-		return "", fmt.Sprintf("%s, got %q (%v)", want, raw, unwrapURLError(err))
+		return nil, fmt.Sprintf("%s, got %q (%v)", want, raw, unwrapURLError(err))
 	}
 	switch {
 	case u.Scheme != "http" && u.Scheme != "https":
-		return "", fmt.Sprintf("%s, got %q: scheme must be http or https", want, raw)
+		return nil, fmt.Sprintf("%s, got %q: scheme must be http or https", want, raw)
 	case u.Opaque != "" || u.Host == "":
-		return "", fmt.Sprintf("%s, got %q: no host", want, raw)
+		return nil, fmt.Sprintf("%s, got %q: no host", want, raw)
 	case u.User != nil:
-		return "", fmt.Sprintf("%s, got %q: user info is not allowed", want, raw)
+		return nil, fmt.Sprintf("%s, got %q: user info is not allowed", want, raw)
 	case u.Hostname() == "":
-		return "", fmt.Sprintf("%s, got %q: no host", want, raw)
+		return nil, fmt.Sprintf("%s, got %q: no host", want, raw)
 	case u.Port() == "":
-		return "", fmt.Sprintf("%s, got %q: the port is required", want, raw)
+		return nil, fmt.Sprintf("%s, got %q: the port is required", want, raw)
 	case u.Path != "" && u.Path != "/":
-		return "", fmt.Sprintf("%s, got %q: no path is allowed (the request's path is forwarded as is)", want, raw)
+		return nil, fmt.Sprintf("%s, got %q: no path is allowed (the request's path is forwarded as is)", want, raw)
 	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
-		return "", fmt.Sprintf("%s, got %q: no query or fragment is allowed", want, raw)
+		return nil, fmt.Sprintf("%s, got %q: no query or fragment is allowed", want, raw)
 	}
 	if n, err := strconv.Atoi(u.Port()); err != nil || n < 1 || n > 65535 {
-		return "", fmt.Sprintf("%s, got %q: port must be in 1..65535", want, raw)
+		return nil, fmt.Sprintf("%s, got %q: port must be in 1..65535", want, raw)
 	}
-	return u.Scheme + "://" + strings.ToLower(u.Host), ""
+	return u, ""
 }
 
 func unwrapURLError(err error) error {

@@ -54,8 +54,9 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/probegate/probegate/internal/vllmsim"
+	"github.com/probegate/probegate/bench"
 	"github.com/probegate/probegate/internal/config"
+	"github.com/probegate/probegate/internal/vllmsim"
 	"github.com/probegate/probegate/route"
 )
 
@@ -208,19 +209,8 @@ func (s *soaker) settle(floor int) snapshot {
 	return snapshot{goroutines: n, heap: ms.HeapAlloc, rss: rss()}
 }
 
-// rss returns the resident set size from /proc (0 where unavailable).
-func rss() uint64 {
-	b, err := os.ReadFile("/proc/self/statm")
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 2 {
-		return 0
-	}
-	pages, _ := strconv.ParseUint(f[1], 10, 64)
-	return pages * uint64(os.Getpagesize())
-}
+// rss returns this process's resident set size (0 where unavailable).
+func rss() uint64 { return bench.RSS(0) }
 
 func (s *soaker) soak(stdout io.Writer) int {
 	// Warm up: one request per pod's worth, then measure the baseline.
