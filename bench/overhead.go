@@ -72,6 +72,8 @@ type OverheadTarget struct {
 	P99VsNginx     float64   `json:"p99_vs_nginx_go"`
 	P99VsDirect    float64   `json:"p99_vs_direct_go"`
 	Error          string    `json:"error,omitempty"`
+	// Vegeta holds the open-loop runs, one per VegetaRates entry.
+	Vegeta []VegetaRun `json:"vegeta,omitempty"`
 }
 
 func (o *OverheadResult) target(name string) *OverheadTarget {
@@ -249,9 +251,9 @@ func RunOverhead(ctx context.Context, o OverheadOptions) (*OverheadResult, error
 		o.Streams = 10000
 	}
 	raiseNoFile()
-	dur := 8 * time.Second
+	dur, vdur := 8*time.Second, 4*time.Second
 	if o.Quick {
-		dur = 3 * time.Second
+		dur, vdur = 3*time.Second, 2*time.Second
 	}
 	res := &OverheadResult{Concurrency: 64, DurationS: dur.Seconds(), Install: InstallHint}
 	tmp, err := os.MkdirTemp("", "probegate-overhead-")
@@ -271,11 +273,11 @@ func RunOverhead(ctx context.Context, o OverheadOptions) (*OverheadResult, error
 
 	wrk, wrkErr := exec.LookPath("wrk")
 	if wrkErr != nil {
-		res.Skipped = append(res.Skipped, "wrk: not installed ("+InstallHint+"); only the Go generator ran")
+		res.Skipped = append(res.Skipped, "wrk: not found on PATH, so no closed-loop wrk figures (wrk columns 0, no CPU per request, no wrk goals); the Go generator and vegeta ran. Install: "+InstallHint)
 	}
 	bin, err := buildProbegate(ctx, tmp)
 	if err != nil {
-		res.Skipped = append(res.Skipped, "probegate binary: "+err.Error())
+		res.Skipped = append(res.Skipped, "probegate: the binary did not build, so no probegate targets and no RSS figure: "+err.Error())
 	}
 
 	type target struct {
@@ -294,12 +296,15 @@ func RunOverhead(ctx context.Context, o OverheadOptions) (*OverheadResult, error
 	if p, err := exec.LookPath("nginx"); err == nil {
 		targets = append(targets, target{name: "nginx", start: func() (*child, error) { return startNginx(ctx, p, tmp, upAddrs) }})
 	} else {
-		res.Skipped = append(res.Skipped, "nginx: not installed ("+InstallHint+")")
+		res.Skipped = append(res.Skipped, "nginx: not found on PATH, so no nginx row, no ratios to nginx and no goals against it. Install: "+InstallHint)
 	}
 	if p, err := exec.LookPath("haproxy"); err == nil {
 		targets = append(targets, target{name: "haproxy", start: func() (*child, error) { return startHAProxy(ctx, p, tmp, upAddrs) }})
 	} else {
-		res.Skipped = append(res.Skipped, "haproxy: not installed ("+InstallHint+")")
+		res.Skipped = append(res.Skipped, "haproxy: not found on PATH, so no HAProxy row. Install: "+InstallHint)
+	}
+	for _, s := range res.Skipped {
+		logf("overhead: skipped: %s", s)
 	}
 	if o.Progress != nil {
 		o.Progress.AddRuns(len(targets) + 1)
@@ -349,6 +354,14 @@ func RunOverhead(ctx context.Context, o OverheadOptions) (*OverheadResult, error
 			}
 		}
 		ot.GoRPS, ot.GoLatency, ot.GoErrors = goFixedConcurrency(ctx, addr, res.Concurrency, dur)
+		for _, rate := range VegetaRates {
+			if ctx.Err() != nil {
+				break
+			}
+			v := runVegeta(ctx, url, rate, vdur)
+			logf("overhead: %-26s vegeta %5d req/s offered: %8.0f sent, p50 %6.2f ms p99 %7.2f ms, %.1f%% ok", t.name, rate, v.AchievedRPS, v.Latency.P50, v.Latency.P99, 100*v.Success)
+			ot.Vegeta = append(ot.Vegeta, v)
+		}
 		c.Stop()
 		logf("overhead: %-26s wrk %8.0f req/s p99 %6.2f ms cpu %5.1f us/req | go %8.0f req/s p99 %6.2f ms", t.name, ot.WrkRPS, ot.WrkLatency.P99, ot.WrkCPUusPerReq, ot.GoRPS, ot.GoLatency.P99)
 		res.Targets = append(res.Targets, ot)
@@ -789,6 +802,7 @@ func overheadReport(o *OverheadResult) string {
 			t.Name, t.WrkRPS, t.WrkLatency.P50, t.WrkLatency.P99, t.WrkCPUusPerReq, t.GoRPS, t.GoLatency.P50, t.GoLatency.P99,
 			t.VsNginxWrk, t.VsNginxGo, t.VsDirectWrk, t.VsDirectGo, t.P99VsNginx, t.P99VsDirect)
 	}
+	b.WriteString(vegetaReport(o))
 	if o.IdleStreams > 0 {
 		per := 0.0
 		if o.StreamsOpened > 0 {

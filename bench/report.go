@@ -99,6 +99,15 @@ func Goals(r *Results) []GoalCheck {
 			v := li.GoRPS / ng.GoRPS
 			out = append(out, GoalCheck{Scenario: "overhead", Goal: "req/s probegate(least_inflight)/nginx (Go generator)", Value: v, Limit: 1, Met: v >= 1})
 		}
+		pr := oh.target("probegate_probe")
+		if pr != nil && li != nil && li.WrkRPS > 0 && pr.WrkRPS > 0 {
+			v := pr.WrkRPS / li.WrkRPS
+			out = append(out, GoalCheck{Scenario: "overhead", Goal: "req/s probegate(probe)/probegate(least_inflight) (wrk)", Value: v, Limit: 0.8, Met: v >= 0.8})
+		}
+		if pv, nv := pr.vegetaAt(10000), ng.vegetaAt(10000); pv != nil && nv != nil && nv.Latency.P99 > 0 {
+			v := pv.Latency.P99 / nv.Latency.P99
+			out = append(out, GoalCheck{Scenario: "overhead", Goal: "p99 probegate(probe)/nginx at 10k req/s (vegeta)", Value: v, Limit: 2, Met: v <= 2})
+		}
 	}
 	return out
 }

@@ -1,0 +1,132 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+)
+
+// VegetaRates are the open-loop rates (requests/s) the overhead scenario
+// offers every target with vegeta, next to wrk's closed loop: closed-loop
+// throughput hides the latency a user sees at a given rate.
+var VegetaRates = []int{5000, 10000, 20000}
+
+// VegetaRun is one open-loop constant-rate run of vegeta's library against
+// one target.
+type VegetaRun struct {
+	Rate        int       `json:"rate"`         // offered requests/s
+	AchievedRPS float64   `json:"achieved_rps"` // requests/s actually sent
+	Throughput  float64   `json:"throughput"`   // successful answers/s
+	Success     float64   `json:"success"`      // fraction of 200 answers
+	Requests    uint64    `json:"requests"`
+	Latency     Quantiles `json:"latency_ms"`
+	Errors      []string  `json:"errors,omitempty"` // up to 3 distinct
+}
+
+// vegetaCLI is the vegeta command line that reproduces one run by hand
+// (README, report.md).
+const vegetaCLI = `printf 'POST http://127.0.0.1:PORT/v1/completions\nContent-Type: application/json\n@body.json\n' | go run github.com/tsenart/vegeta/v12@v12.13.0 attack -rate 10000/s -duration 4s -keepalive -http2=false -max-workers 2048 | go run github.com/tsenart/vegeta/v12@v12.13.0 report`
+
+// wrkCLI is the wrk command line of the closed-loop runs.
+const wrkCLI = `wrk -t2 -c64 -d8s --latency -s post.lua http://127.0.0.1:PORT/v1/completions`
+
+// runVegeta offers rate requests/s of the overhead POST to url for dur,
+// open loop (a request leaves at its time whatever happened to earlier
+// ones; vegeta adds workers up to 2,048 in flight), and summarises the
+// answers. Latencies are vegeta's: from the request's scheduled send to the
+// end of its response body.
+func runVegeta(ctx context.Context, url string, rate int, dur time.Duration) VegetaRun {
+	tr := vegeta.NewStaticTargeter(vegeta.Target{
+		Method: http.MethodPost,
+		URL:    url,
+		Body:   []byte(overheadBody),
+		Header: http.Header{"Content-Type": []string{"application/json"}},
+	})
+	atk := vegeta.NewAttacker(
+		vegeta.KeepAlive(true),
+		vegeta.HTTP2(false),
+		vegeta.Workers(64),
+		vegeta.MaxWorkers(2048),
+		vegeta.Connections(2048),
+		vegeta.Timeout(5*time.Second),
+	)
+	var m vegeta.Metrics
+	for r := range atk.Attack(tr, vegeta.Rate{Freq: rate, Per: time.Second}, dur, "overhead") {
+		m.Add(r)
+		if ctx.Err() != nil {
+			atk.Stop()
+		}
+	}
+	m.Close()
+	run := VegetaRun{
+		Rate:        rate,
+		AchievedRPS: round3(m.Rate),
+		Throughput:  round3(m.Throughput),
+		Success:     round3(m.Success),
+		Requests:    m.Requests,
+		Latency: Quantiles{
+			P50: msOf(m.Latencies.P50),
+			P90: msOf(m.Latencies.P90),
+			P99: msOf(m.Latencies.P99),
+		},
+	}
+	if len(m.Errors) > 3 {
+		m.Errors = m.Errors[:3]
+	}
+	run.Errors = m.Errors
+	return run
+}
+
+func msOf(d time.Duration) float64 { return round3(float64(d) / float64(time.Millisecond)) }
+
+// vegetaAt returns t's run at rate, if any.
+func (t *OverheadTarget) vegetaAt(rate int) *VegetaRun {
+	if t == nil {
+		return nil
+	}
+	for i := range t.Vegeta {
+		if t.Vegeta[i].Rate == rate {
+			return &t.Vegeta[i]
+		}
+	}
+	return nil
+}
+
+// vegetaReport renders the open-loop table of report.md.
+func vegetaReport(o *OverheadResult) string {
+	var b strings.Builder
+	b.WriteString("Open loop with vegeta's library (`" + vegetaCLI + "`; by hand, with `body.json` holding `" + overheadBody + "`), next to wrk's closed loop (`" + wrkCLI + "`). Per offered rate: achieved req/s, then p50 / p99 latency in ms; success below 100% is shown.\n\n| target |")
+	for _, r := range VegetaRates {
+		fmt.Fprintf(&b, " %dk req/s |", r/1000)
+	}
+	b.WriteString("\n|---|")
+	for range VegetaRates {
+		b.WriteString("---|")
+	}
+	b.WriteString("\n")
+	for _, t := range o.Targets {
+		if len(t.Vegeta) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "| %s |", t.Name)
+		for _, rate := range VegetaRates {
+			v := t.vegetaAt(rate)
+			if v == nil {
+				b.WriteString(" - |")
+				continue
+			}
+			fmt.Fprintf(&b, " %.0f: %.2f / %.2f", v.AchievedRPS, v.Latency.P50, v.Latency.P99)
+			if v.Success < 1 {
+				fmt.Fprintf(&b, " (%.1f%% ok)", 100*v.Success)
+			}
+			b.WriteString(" |")
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\n")
+	return b.String()
+}

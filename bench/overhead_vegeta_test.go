@@ -1,0 +1,45 @@
+package bench
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRunVegetaOpenLoop: vegeta's library offers the overhead POST at a
+// constant rate to a real loopback upstream and the run is summarised; the
+// report shows it and the 10k goal compares probe's p99 with nginx's.
+func TestRunVegetaOpenLoop(t *testing.T) {
+	up, err := startFastUpstream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.Close()
+	v := runVegeta(context.Background(), "http://"+up.Addr()+"/v1/completions", 400, time.Second)
+	if v.Success != 1 || v.Requests < 360 || v.Requests > 440 || v.Latency.P99 <= 0 || v.Latency.P50 > v.Latency.P99 {
+		t.Fatalf("run = %+v, want ~400 requests, all answered", v)
+	}
+	o := &OverheadResult{Targets: []OverheadTarget{
+		{Name: "nginx", WrkRPS: 100, Vegeta: []VegetaRun{{Rate: 10000, AchievedRPS: 9990, Success: 1, Latency: Quantiles{P50: 1, P99: 2}}}},
+		{Name: "probegate_least_inflight", WrkRPS: 90},
+		{Name: "probegate_probe", WrkRPS: 80, Vegeta: []VegetaRun{{Rate: 10000, AchievedRPS: 9000, Success: 0.5, Latency: Quantiles{P50: 1, P99: 5}}}},
+	}}
+	rep := vegetaReport(o)
+	if !strings.Contains(rep, "| probegate_probe | - | 9000: 1.00 / 5.00 (50.0% ok) | - |") {
+		t.Errorf("report row missing:\n%s", rep)
+	}
+	var got []string
+	for _, g := range Goals(&Results{Overhead: o}) {
+		got = append(got, g.Goal)
+		if strings.Contains(g.Goal, "vegeta") && (g.Value != 2.5 || g.Met) {
+			t.Errorf("vegeta goal = %+v, want 2.5x, missed", g)
+		}
+		if strings.Contains(g.Goal, "probegate(probe)/probegate(least_inflight)") && (g.Value < 0.888 || g.Value > 0.89 || !g.Met) {
+			t.Errorf("probe/least_inflight goal = %+v", g)
+		}
+	}
+	if len(got) != 3 {
+		t.Errorf("goals %q, want least_inflight/nginx, probe/least_inflight, vegeta p99", got)
+	}
+}
