@@ -13,11 +13,22 @@
 // 200 body that ended early), "transport" (the client connection failed),
 // "timeout" (no complete answer within -req-timeout: a hang).
 //
-// An error is explained when a pod was killed while the request was in
-// flight (from its start to its end, plus -slack): only requests a dying pod
-// had already started may fail. Every other error is unexplained, and so is
-// any "timeout". A 503 is explained only while more pods were down than
-// upstream.retries can route around.
+// Every error is also counted as "before first byte" (the client got no
+// byte of an answer: an error status or a failed connection before the
+// response headers) or "stream already under way" (a 200 whose body then
+// failed). A failure before the first byte is one the proxy could have
+// retried on another pod, so it is never explained, whatever the kills:
+// the soak fails on any (except a 503 while more pods were down than
+// upstream.retries can route around, which -max-down-pods 1 never
+// causes). A failure of a stream already under way is explained when a pod
+// was killed while the request was in flight (from its start to its end,
+// plus -slack): only requests a dying pod had already started may fail.
+// "timeout" is never explained. The report also gives the proxy's
+// probegate_retries_total by reason.
+//
+// Kills (-kill) close the pod's connections with RST ("rst", as vllmsim's
+// Close), with FIN ("fin", as the kernel closes a SIGKILLed process's idle
+// sockets: vllmsim's Crash), or either at random ("mixed", the default).
 //
 // Leaks, checked after the load stops and the fleet is whole again: the
 // proxy's per-backend in-flight counts must return to 0, the fleet's
@@ -67,7 +78,7 @@ type options struct {
 	rps, streamShare, timeScale                                     float64
 	pods, maxTokens, maxDownPods, goroutineSlack                    int
 	seed                                                            uint64
-	policy                                                          string
+	policy, kill                                                    string
 	verbose                                                         bool
 }
 
@@ -86,6 +97,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.maxTokens, "max-tokens", 24, "max_tokens of each request (upper bound; drawn uniformly from 1)")
 	fs.Float64Var(&o.timeScale, "time-scale", 0.5, "simulator time scale (1 = H100 speed)")
 	fs.StringVar(&o.policy, "policy", "probe", "route.policy")
+	fs.StringVar(&o.kill, "kill", "mixed", "how a killed pod's connections close: rst, fin or mixed")
 	fs.DurationVar(&o.reqTimeout, "req-timeout", 30*time.Second, "a request without a complete answer by then is a hang")
 	fs.DurationVar(&o.slack, "slack", 200*time.Millisecond, "time around a request within which a kill explains its failure")
 	fs.DurationVar(&o.drain, "drain", 20*time.Second, "how long to wait for requests and goroutines to settle at the end")
@@ -93,6 +105,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.Uint64Var(&o.seed, "seed", 1, "random seed")
 	fs.BoolVar(&o.verbose, "v", false, "log the proxy's warnings to stderr")
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if o.kill != "rst" && o.kill != "fin" && o.kill != "mixed" {
+		fmt.Fprintln(stderr, "soak: -kill must be rst, fin or mixed")
 		return 2
 	}
 	if o.rps <= 0 || o.pods < 2 || o.duration <= 0 || o.maxDownPods < 0 || o.maxDownPods >= o.pods || o.minDown > o.maxDown {
@@ -123,6 +139,7 @@ type soaker struct {
 	downs  []downSpan
 	counts map[string]int
 	bad    map[string]int // unexplained, by cause
+	phase  map[string]int // errors by phase: before first byte, stream under way
 	sample []string       // a few unexplained errors, for the report
 
 	requests, ok, skipped atomic.Int64
@@ -167,7 +184,7 @@ func setup(o options, stderr io.Writer) (*soaker, error) {
 		o: o, fleet: fleet, proxy: p, serve: make(chan error, 1),
 		url:    "http://" + ln.Addr().String(),
 		rng:    rand.New(rand.NewPCG(o.seed, 0x50a4)),
-		counts: map[string]int{}, bad: map[string]int{},
+		counts: map[string]int{}, bad: map[string]int{}, phase: map[string]int{},
 		hc: &http.Client{Timeout: o.reqTimeout, Transport: &http.Transport{
 			MaxIdleConnsPerHost: 256, IdleConnTimeout: 30 * time.Second,
 		}},
@@ -218,13 +235,14 @@ func (s *soaker) soak(stdout io.Writer) int {
 		s.one(context.Background(), false)
 	}
 	s.mu.Lock()
-	s.counts, s.bad, s.sample = map[string]int{}, map[string]int{}, nil
+	s.counts, s.bad, s.phase, s.sample = map[string]int{}, map[string]int{}, map[string]int{}, nil
 	s.mu.Unlock()
 	s.requests.Store(0)
 	s.ok.Store(0)
 	start := s.settle(0)
-	fmt.Fprintf(stdout, "soak: %d pods, %.0f rps, %v, policy %s, kill every ~%v (down %v..%v, at most %d at once)\n",
-		s.o.pods, s.o.rps, s.o.duration, s.o.policy, s.o.killEvery, s.o.minDown, s.o.maxDown, s.o.maxDownPods)
+	fmt.Fprintf(stdout, "soak: %d pods, %.0f rps, %v, policy %s, kill (%s) every ~%v (down %v..%v, at most %d at once)\n",
+		s.o.pods, s.o.rps, s.o.duration, s.o.policy, s.o.kill, s.o.killEvery, s.o.minDown, s.o.maxDown, s.o.maxDownPods)
+	retriesStart := s.retries()
 
 	ctx, cancel := context.WithTimeout(context.Background(), s.o.duration)
 	defer cancel()
@@ -278,6 +296,12 @@ loop:
 	fmt.Fprintf(stdout, "requests: %d in %v (%.1f/s), ok %d, client-side skips %d, pod kills %d\n",
 		s.requests.Load(), elapsed.Round(time.Millisecond), float64(s.requests.Load())/elapsed.Seconds(), s.ok.Load(), s.skipped.Load(), s.nkills)
 	fmt.Fprintf(stdout, "errors by cause: %s\n", fmtCounts(s.counts))
+	fmt.Fprintf(stdout, "client-visible errors: before first byte %d, stream already under way %d\n", s.phase[phaseBefore], s.phase[phaseUnderWay])
+	retriesEnd := s.retries()
+	for k, v := range retriesStart {
+		retriesEnd[k] -= v
+	}
+	fmt.Fprintf(stdout, "proxy retries by reason: %s\n", fmtCounts(retriesEnd))
 	fmt.Fprintf(stdout, "unexplained:     %s\n", fmtCounts(s.bad))
 	for _, e := range s.sample {
 		fmt.Fprintf(stdout, "  e.g. %s\n", e)
@@ -373,7 +397,11 @@ func (s *soaker) chaos(ctx context.Context) {
 		s.kills = append(s.kills, time.Now())
 		s.nkills++
 		s.mu.Unlock()
-		_ = servers[i].Close()
+		kill := servers[i].Close // RST
+		if s.o.kill == "fin" || s.o.kill == "mixed" && rng.IntN(2) == 0 {
+			kill = servers[i].Crash // FIN
+		}
+		_ = kill()
 		s.mu.Lock()
 		s.kills = append(s.kills, time.Now()) // the kill spans Close's duration
 		s.mu.Unlock()
@@ -418,7 +446,9 @@ func (s *soaker) one(ctx context.Context, stream bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.counts[cause]++
-	if !s.explained(cause, start, end) {
+	ph := phaseOf(cause)
+	s.phase[ph]++
+	if !s.explained(cause, ph, start, end) {
 		s.bad[cause]++
 		if len(s.sample) < 10 {
 			s.sample = append(s.sample, fmt.Sprintf("%s at %s after %v: %s", cause, start.Format("15:04:05.000"), end.Sub(start).Round(time.Millisecond), detail))
@@ -426,14 +456,36 @@ func (s *soaker) one(ctx context.Context, stream bool) {
 	}
 }
 
-// explained reports whether a failure of cause over [start, end] is
-// explained by a fault. Call with s.mu held.
-func (s *soaker) explained(cause string, start, end time.Time) bool {
-	if cause == "timeout" {
+// Phases of a client-visible error.
+const (
+	phaseBefore   = "before_first_byte"
+	phaseUnderWay = "stream_under_way"
+)
+
+// phaseOf tells whether a failure of cause reached the client before any
+// byte of an answer (an error status, or the connection failed before the
+// response headers) or after a 200 had started.
+func phaseOf(cause string) string {
+	switch {
+	case strings.HasPrefix(cause, "status_"), cause == "transport_before", cause == "timeout_before":
+		return phaseBefore
+	}
+	return phaseUnderWay
+}
+
+// explained reports whether a failure of cause in phase ph over [start,
+// end] is explained by a fault. Call with s.mu held.
+func (s *soaker) explained(cause, ph string, start, end time.Time) bool {
+	if strings.HasPrefix(cause, "timeout") {
 		return false // a hang is never acceptable: every fault has a timeout
 	}
 	from, to := start.Add(-s.o.slack), end.Add(s.o.slack)
-	if cause == "status_503" {
+	if ph == phaseBefore {
+		// Another pod could have answered: only a 503 while more pods
+		// were down than retries can route around is explained.
+		if cause != "status_503" {
+			return false
+		}
 		for _, d := range s.downs {
 			if d.from.Before(to) && d.to.After(from) {
 				return true
@@ -454,7 +506,7 @@ func (s *soaker) do(ctx context.Context, body string, stream bool) (cause, detai
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := s.hc.Do(req)
 	if err != nil {
-		return transportCause(err), err.Error()
+		return transportCause(err) + "_before", err.Error()
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != 200 {
@@ -497,6 +549,28 @@ func transportCause(err error) string {
 		return "timeout"
 	}
 	return "transport"
+}
+
+// retries returns the proxy's probegate_retries_total by reason.
+func (s *soaker) retries() map[string]int {
+	out := map[string]int{}
+	mfs, err := s.proxy.Gatherer().Gather()
+	if err != nil {
+		return out
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "probegate_retries_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "reason" {
+					out[l.GetValue()] = int(m.GetCounter().GetValue())
+				}
+			}
+		}
+	}
+	return out
 }
 
 func fmtCounts(m map[string]int) string {
