@@ -59,7 +59,6 @@ func TestBlackHoledPodCostsAtMostConnectTimeout(t *testing.T) {
 	cfg.Upstream.ConnectTimeout = config.Duration(200 * time.Millisecond)
 	cfg.Breaker.OpenFor = config.Duration(10 * time.Second)
 	tp := startProxy(t, cfg)
-	slow := 0
 	for i := 0; i < 12; i++ {
 		start := time.Now()
 		resp := post(t, tp.url("/v1/completions"), `{}`)
@@ -71,11 +70,11 @@ func TestBlackHoledPodCostsAtMostConnectTimeout(t *testing.T) {
 		if d > cfg.Upstream.ConnectTimeout.D()+500*time.Millisecond {
 			t.Fatalf("request %d took %v, want at most connect_timeout (%v) more than usual", i, d, cfg.Upstream.ConnectTimeout.D())
 		}
-		if d > cfg.Upstream.ConnectTimeout.D()/2 {
-			slow++
-		}
 	}
-	if slow > cfg.Breaker.ConsecutiveFailures {
-		t.Fatalf("%d requests paid the connect timeout, want at most breaker.consecutive_failures (%d)", slow, cfg.Breaker.ConsecutiveFailures)
+	// Counted by the proxy, not timed by the test: on a loaded machine an
+	// ordinary request can be slow too.
+	paid := tp.counter(t, "probegate_retries_total", map[string]string{"reason": "connect"})
+	if paid < 1 || paid > float64(cfg.Breaker.ConsecutiveFailures) {
+		t.Fatalf("%v requests paid the connect timeout, want 1 to breaker.consecutive_failures (%d)", paid, cfg.Breaker.ConsecutiveFailures)
 	}
 }

@@ -411,8 +411,6 @@ func TestClientDisconnectClosesUpstreamStream(t *testing.T) {
 func TestGracefulShutdownFinishesStreams(t *testing.T) {
 	up := upstream(t, sseUpstream(6, 100*time.Millisecond))
 	cfg := testConfig(up.URL)
-	reg := Options{}
-	_ = reg
 	p, err := New(Options{Config: cfg})
 	if err != nil {
 		t.Fatal(err)
@@ -421,16 +419,23 @@ func TestGracefulShutdownFinishesStreams(t *testing.T) {
 	go func() { _ = p.Serve(ln) }()
 
 	resp := post(t, "http://"+ln.Addr().String()+"/v1/completions", `{"stream":true}`)
+	// Shut down once the first frame arrived: the stream is under way
+	// (ordered by that event, not by a sleep).
+	br := bufio.NewReader(resp.Body)
+	first, err := br.ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
 	shutdownErr := make(chan error, 1)
 	go func() {
-		time.Sleep(50 * time.Millisecond)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		shutdownErr <- p.Shutdown(ctx)
 	}()
-	b, err := io.ReadAll(resp.Body)
+	rest, err := io.ReadAll(br)
 	resp.Body.Close()
-	if err != nil || !strings.HasSuffix(string(b), "data: [DONE]\n\n") {
+	b := first + string(rest)
+	if err != nil || !strings.HasSuffix(b, "data: [DONE]\n\n") {
 		t.Fatalf("in-flight stream cut by shutdown: err %v, body %q", err, b)
 	}
 	if err := <-shutdownErr; err != nil {

@@ -156,8 +156,14 @@ func TestConcurrentLongRequestsSpreadEvenly(t *testing.T) {
 	for _, c := range counts {
 		lo, hi = min(lo, c), max(hi, c)
 	}
-	if hi-lo > 2 {
-		t.Fatalf("requests per server %v (peak queues %v): want an even spread (max-min <= 2)", counts, peak)
+	// Herding (every decision trusting the same report) would put about
+	// half of the 32 on the server that looked idle: 16 or more. A
+	// load-blind uniform choice spreads with max-min about 6. The local
+	// correction gives 0-2 on an idle machine; 4 leaves room for a loaded
+	// one (requests finishing before the last ones are decided), and still
+	// fails both herding and blind sampling most of the time.
+	if hi-lo > 4 || hi > 12 {
+		t.Fatalf("requests per server %v (peak queues %v): want an even spread (max-min <= 4, none above 12)", counts, peak)
 	}
 	t.Logf("requests per server %v, peak queues %v", counts, peak)
 }
