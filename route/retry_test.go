@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/probegate/probegate/internal/config"
 	"github.com/probegate/probegate/internal/vllmsim"
 )
@@ -212,7 +214,9 @@ func rtKillWhileWaiting(t *testing.T, mk func(...string) *config.Config, onReset
 	victim.SetFaults(vllmsim.Faults{Hang: true})
 	cfg := mk(victim.URL())
 	cfg.Upstream.RetryOnReset = onReset
-	tp := startProxy(t, cfg)
+	cfg.Log.Access = true
+	var logs syncBuffer
+	tp := startProxy(t, cfg, func(o *Options) { o.Logger = zerolog.New(&logs) })
 	const n = 10
 	type result struct {
 		status int
@@ -257,6 +261,10 @@ func rtKillWhileWaiting(t *testing.T, mk func(...string) *config.Config, onReset
 			if want != 200 && !strings.Contains(r.body, `"code":502`) {
 				t.Errorf("client %d: 502 without the error envelope: %s", i, r.body)
 			}
+			if want == 200 && !strings.Contains(r.body, `-r1"`) {
+				// The simulator names its answer after X-Request-Id.
+				t.Errorf("client %d: the retry did not carry the suffixed X-Request-Id: %s", i, r.body)
+			}
 		case <-time.After(10 * time.Second):
 			t.Fatal("a client hung")
 		}
@@ -270,6 +278,14 @@ func rtKillWhileWaiting(t *testing.T, mk func(...string) *config.Config, onReset
 	}
 	if got := ftServed(t, tp, other.Addr()); got != wantOther {
 		t.Errorf("the other pod answered %v, want %v", got, wantOther)
+	}
+	// The access log line says how many attempts each request took.
+	wantAttempts := `"attempts":2`
+	if !onReset {
+		wantAttempts = `"attempts":1`
+	}
+	if got := logs.count(wantAttempts); got != n {
+		t.Errorf("%d access log lines with %s, want %d", got, wantAttempts, n)
 	}
 }
 
