@@ -1,12 +1,17 @@
 package route
 
 import (
+	"bytes"
+	"encoding/json"
 	"net"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/probegate/probegate/internal/config"
 	"github.com/probegate/probegate/internal/vllmsim"
@@ -163,4 +168,58 @@ func TestORCAAgainstLowercaseHeaderNames(t *testing.T) {
 			t.Fatalf("answer %d did not refresh the state from ORCA: %+v", i, l)
 		}
 	}
+}
+
+// logSink is a bytes.Buffer safe for the logger's concurrent writes.
+type logSink struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *logSink) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *logSink) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// The access log says when a client's X-Request-Id was replaced, and logs
+// the id that was used, never the client's unusable one.
+func TestAccessLogSaysRequestIDReplaced(t *testing.T) {
+	be := startRawBackend(t, okResponder(""))
+	cfg := testConfig(be.url())
+	cfg.Log.Access = true
+	var logs logSink
+	tp := startProxy(t, cfg, func(o *Options) { o.Logger = zerolog.New(&logs) })
+	long := strings.Repeat("z", 200)
+	if r := rawDo(t, tp.addr, "GET /v1/models HTTP/1.1\r\nHost: x\r\nX-Request-Id: "+long+"\r\n\r\n"); r.status != 200 {
+		t.Fatalf("status %d", r.status)
+	}
+	if r := rawDo(t, tp.addr, "GET /v1/models HTTP/1.1\r\nHost: x\r\nX-Request-Id: fine-id\r\n\r\n"); r.status != 200 {
+		t.Fatalf("status %d", r.status)
+	}
+	var replaced, kept bool
+	waitUntil(t, 2*time.Second, func() bool {
+		replaced, kept = false, false
+		for _, line := range strings.Split(logs.String(), "\n") {
+			var ev struct {
+				ID       string `json:"request_id"`
+				Replaced bool   `json:"request_id_replaced"`
+			}
+			if json.Unmarshal([]byte(line), &ev) != nil || ev.ID == "" {
+				continue
+			}
+			if ev.ID == long {
+				t.Fatal("the unusable id was logged as the request id")
+			}
+			replaced = replaced || (ev.Replaced && generatedID.MatchString(ev.ID))
+			kept = kept || (ev.ID == "fine-id" && !ev.Replaced)
+		}
+		return replaced && kept
+	}, "access log lines for both requests")
 }

@@ -32,6 +32,7 @@ import (
 type guardedConn struct {
 	sock atomic.Pointer[sockHolder]
 	dial func() (net.Conn, error)
+	peek peeker // on the current socket
 
 	// Owned by the goroutine using the connection.
 	writing  bool // a request is being written; no response byte read yet
@@ -46,6 +47,7 @@ type sockHolder struct{ net.Conn }
 func newGuardedConn(c net.Conn, dial func() (net.Conn, error)) *guardedConn {
 	g := &guardedConn{dial: dial}
 	g.sock.Store(&sockHolder{c})
+	g.peek.reset(c)
 	return g
 }
 
@@ -60,7 +62,7 @@ func (g *guardedConn) Write(p []byte) (int, error) {
 		// The first write of a request.
 		g.writing = true
 		g.headN = 0
-		if g.poisoned || (g.used && peerWroteOrClosed(g.cur())) {
+		if g.poisoned || (g.used && g.peek.wroteOrClosed()) {
 			if err := g.redial(); err != nil {
 				return 0, &net.OpError{Op: "dial", Net: "tcp", Err: errors.Join(errStrayRedial, err)}
 			}
@@ -77,6 +79,7 @@ func (g *guardedConn) redial() error {
 	}
 	old := g.sock.Swap(&sockHolder{c})
 	_ = old.Close()
+	g.peek.reset(c)
 	g.used, g.poisoned = false, false
 	return nil
 }

@@ -4,6 +4,9 @@ package route
 
 import "net"
 
-// peerWroteOrClosed cannot peek portably here: it reports false, and a
-// pooled connection is reused as fasthttp would.
-func peerWroteOrClosed(net.Conn) bool { return false }
+// peeker cannot peek portably here: it reports false, and a pooled
+// connection is reused as fasthttp would.
+type peeker struct{}
+
+func (p *peeker) reset(net.Conn)      {}
+func (p *peeker) wroteOrClosed() bool { return false }

@@ -7,25 +7,42 @@ import (
 	"syscall"
 )
 
-// peerWroteOrClosed reports, without blocking or consuming anything,
-// whether c has bytes waiting to be read or its peer closed it: an idle
-// pooled connection in either state must not carry another request.
-func peerWroteOrClosed(c net.Conn) bool {
-	sc, ok := c.(syscall.Conn)
-	if !ok {
+// peeker checks a socket, without blocking or consuming anything, for
+// bytes waiting to be read or a peer close: an idle pooled connection in
+// either state must not carry another request. Its raw connection and
+// callback are set up once per socket, so a check allocates nothing.
+type peeker struct {
+	rc    syscall.RawConn
+	fn    func(fd uintptr) bool
+	ready bool
+	buf   [1]byte
+}
+
+// reset points the peeker at socket c.
+func (p *peeker) reset(c net.Conn) {
+	p.rc = nil
+	if sc, ok := c.(syscall.Conn); ok {
+		p.rc, _ = sc.SyscallConn()
+	}
+	if p.fn == nil {
+		p.fn = p.peek
+	}
+}
+
+func (p *peeker) peek(fd uintptr) bool {
+	n, _, err := syscall.Recvfrom(int(fd), p.buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+	// n > 0: unread bytes; n == 0 without error: the peer closed.
+	p.ready = n > 0 || (n == 0 && err == nil)
+	return true
+}
+
+// wroteOrClosed reports whether the socket has unread bytes or its peer
+// closed it.
+func (p *peeker) wroteOrClosed() bool {
+	if p.rc == nil {
 		return false
 	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
-		return false
-	}
-	var b [1]byte
-	ready := false
-	_ = rc.Read(func(fd uintptr) bool {
-		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		// n > 0: unread bytes; n == 0 without error: the peer closed.
-		ready = n > 0 || (n == 0 && err == nil)
-		return true
-	})
-	return ready
+	p.ready = false
+	_ = p.rc.Read(p.fn)
+	return p.ready
 }
