@@ -169,33 +169,49 @@ func ParseMetrics(body []byte, now time.Time) (Load, error) {
 	return l, nil
 }
 
+// nextLabel reads the first `name="value"` pair of a label block (without
+// braces, pairs separated by commas, blanks allowed around them). It
+// returns the name, the raw (still escaped) value, whether the value holds
+// escapes, and the rest of the block; ok is false at the end of the block
+// or on a malformed pair (the rest is then unread). It is the one label
+// scanner of the parser.
+func nextLabel(b []byte) (name, raw []byte, esc bool, rest []byte, ok bool) {
+	b = bytes.TrimLeft(b, " \t,")
+	eq := bytes.IndexByte(b, '=')
+	if eq < 0 {
+		return nil, nil, false, nil, false
+	}
+	name = bytes.TrimSpace(b[:eq])
+	b = trimLeftSpace(b[eq+1:])
+	if len(b) == 0 || b[0] != '"' {
+		return nil, nil, false, nil, false
+	}
+	for i := 1; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			esc = true
+			i++
+		case '"':
+			return name, b[1:i], esc, b[i+1:], true
+		}
+	}
+	return nil, nil, false, nil, false
+}
+
 // labelValue returns the raw (still escaped) value of label name in a label
 // block `a="x",b="y"`, or nil. Values containing escapes are returned as
 // written; model names do not contain quotes in practice.
 func labelValue(labels []byte, name string) []byte {
-	for len(labels) > 0 {
-		eq := bytes.IndexByte(labels, '=')
-		if eq < 0 || eq+1 >= len(labels) || labels[eq+1] != '"' {
+	for {
+		n, raw, _, rest, ok := nextLabel(labels)
+		if !ok {
 			return nil
 		}
-		key := bytes.TrimSpace(bytes.TrimLeft(labels[:eq], ", \t"))
-		rest := labels[eq+2:]
-		end := 0
-		for end < len(rest) && rest[end] != '"' {
-			if rest[end] == '\\' {
-				end++
-			}
-			end++
+		if string(n) == name {
+			return raw
 		}
-		if end >= len(rest) {
-			return nil
-		}
-		if string(key) == name {
-			return rest[:end]
-		}
-		labels = rest[end+1:]
+		labels = rest
 	}
-	return nil
 }
 
 // wantedFirst marks the bytes that follow "vllm:" in a wanted family name.
@@ -303,35 +319,12 @@ var pow10 = [...]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1
 // waiting_lora_adapters from a label block (without braces) into l. Unknown
 // labels are ignored; a malformed block leaves the rest unread.
 func parseLoRALabels(l *Load, b []byte) {
-	for len(b) > 0 {
-		b = bytes.TrimLeft(b, " \t,")
-		eq := bytes.IndexByte(b, '=')
-		if eq < 0 {
+	for {
+		name, raw, esc, rest, ok := nextLabel(b)
+		if !ok {
 			return
 		}
-		name := bytes.TrimSpace(b[:eq])
-		b = trimLeftSpace(b[eq+1:])
-		if len(b) == 0 || b[0] != '"' {
-			return
-		}
-		// Find the closing quote, noting whether unescaping is needed.
-		end, esc := -1, false
-		for i := 1; i < len(b); i++ {
-			if b[i] == '\\' {
-				esc = true
-				i++
-				continue
-			}
-			if b[i] == '"' {
-				end = i
-				break
-			}
-		}
-		if end < 0 {
-			return
-		}
-		raw := b[1:end]
-		b = b[end+1:]
+		b = rest
 		var val string
 		switch string(name) {
 		case "max_lora":
