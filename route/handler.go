@@ -146,7 +146,7 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 		// recycles it. Probes are bounded by probe.deadline on their own.
 		b, dec, err := snap.picker.Pick(context.Background(), &rc.info, tried, &rc.pick)
 		p.metrics.decideTime.Observe(p.now().Sub(t0).Seconds())
-		if err != nil && reason == retryStale && last != nil && last.Eligible() {
+		if errors.Is(err, ErrNoBackend) && reason == retryStale && last != nil && last.Eligible() {
 			// A stale pooled connection says nothing of the pod now: with
 			// no other backend to go to, try it again on a fresh
 			// connection (forward closed its idle ones), as Go's

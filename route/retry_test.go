@@ -323,3 +323,29 @@ func TestRetryNeverAfterTheFirstByte(t *testing.T) {
 		})
 	}
 }
+
+// With a single pod, a stale pooled connection has no other backend to go
+// to: the request is retried on the same pod over a fresh connection.
+func TestRetryStaleConnectionSinglePod(t *testing.T) {
+	fleet := ftFleet(t, 1)
+	pod := fleet.Servers()[0]
+	tp := startProxy(t, withDefaultAllow(testConfig(pod.URL())))
+	rtWarm(t, tp)
+	if err := pod.Close(); err != nil { // RST: the pooled sockets fail the write
+		t.Fatal(err)
+	}
+	if err := pod.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 10; i++ {
+		if err := rtDo(tp, i%2 == 0, 2); err != nil {
+			t.Fatalf("request %d after the restart: %v", i, err)
+		}
+	}
+	if got := rtRetries(t, tp, "reset"); got < 1 {
+		t.Fatalf("retries_total{reason=reset} = %v: no stale connection was met", got)
+	}
+	if st := ftBackend(tp, pod.Addr()).Breaker; st != "closed" {
+		t.Fatalf("breaker %q after a restart", st)
+	}
+}
