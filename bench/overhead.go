@@ -88,6 +88,12 @@ func (o *OverheadResult) target(name string) *OverheadTarget {
 	return nil
 }
 
+// BaselineBinEnv names an environment variable: when it holds the path of
+// another probegate binary (say, built from an older commit), the overhead
+// scenario also measures that build, as targets baseline_least_inflight and
+// baseline_probe, in the same run.
+const BaselineBinEnv = "PROBEGATE_BENCH_BASELINE_BIN"
+
 // InstallHint says how to get the external baselines.
 const InstallHint = "apt-get update && apt-get install -y nginx-light haproxy wrk (Debian/Ubuntu, as root)"
 
@@ -292,6 +298,15 @@ func RunOverhead(ctx context.Context, o OverheadOptions) (*OverheadResult, error
 		targets = append(targets, target{name: "probegate_" + pol, start: func() (*child, error) {
 			return startProbegate(ctx, bin, tmp, pol, upAddrs)
 		}})
+	}
+	if base := os.Getenv(BaselineBinEnv); base != "" {
+		// Another build of probegate, measured in the same run (before and
+		// after a change, side by side).
+		for _, pol := range []string{"least_inflight", "probe"} {
+			targets = append(targets, target{name: "baseline_" + pol, start: func() (*child, error) {
+				return startProbegate(ctx, base, tmp, pol, upAddrs)
+			}})
+		}
 	}
 	if p, err := exec.LookPath("nginx"); err == nil {
 		targets = append(targets, target{name: "nginx", start: func() (*child, error) { return startNginx(ctx, p, tmp, upAddrs) }})
