@@ -257,7 +257,7 @@ func RunOverhead(ctx context.Context, o OverheadOptions) (*OverheadResult, error
 		o.Streams = 10000
 	}
 	raiseNoFile()
-	dur, vdur := 8*time.Second, 4*time.Second
+	dur, vdur := 8*time.Second, 3*time.Second
 	if o.Quick {
 		dur, vdur = 3*time.Second, 2*time.Second
 	}

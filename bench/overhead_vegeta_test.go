@@ -26,7 +26,7 @@ func TestRunVegetaOpenLoop(t *testing.T) {
 		{Name: "probegate_probe", WrkRPS: 80, Vegeta: []VegetaRun{{Rate: 10000, AchievedRPS: 9000, Success: 0.5, Latency: Quantiles{P50: 1, P99: 5}}}},
 	}}
 	rep := vegetaReport(o)
-	if !strings.Contains(rep, "| probegate_probe | - | 9000: 1.00 / 5.00 (50.0% ok) | - |") {
+	if !strings.Contains(rep, "| probegate_probe | - | - | 9000: 1.00 / 5.00 (50.0% ok) | - |") {
 		t.Errorf("report row missing:\n%s", rep)
 	}
 	var got []string
