@@ -57,6 +57,9 @@ type Options struct {
 	Params    Params
 	// Log, if set, gets one line per run.
 	Log io.Writer
+	// Progress, if set, is called after each scenario with the results so
+	// far.
+	Progress func(*Results, []Timing)
 }
 
 // DefaultOptions returns the sweep (or, quick, a CI-sized one).
@@ -176,6 +179,9 @@ func Sweep(o Options) (*Results, []Timing, error) {
 			}
 		}
 		res.Scenarios = append(res.Scenarios, sc)
+		if o.Progress != nil {
+			o.Progress(res, timings)
+		}
 	}
 	return res, timings, nil
 }

@@ -25,11 +25,12 @@ func main() {
 	headline := fs.Duration("headline", -1, "simulated time of the largest-fleet run (default 60s, none with -quick; 0 disables)")
 	pods := fs.String("pods", "", "comma-separated fleet sizes (default 16,64,256,1024)")
 	replicas := fs.String("replicas", "", "comma-separated replica counts (default 1,4,8,16,32)")
+	loads := fs.String("loads", "", "comma-separated loads, multiples of capacity (default 0.8,0.95)")
 	strategies := fs.String("strategies", "", "comma-separated strategies (default "+strings.Join(fleetsim.Strategies, ",")+")")
 	trace := fs.String("trace", "", "also replay this trace (Azure schema) at the largest fleet; \"bench\" for the bench's committed slice")
 	crossover := fs.Bool("crossover", true, "run the pod-side cost series (ignored with -quick)")
 	validate := fs.Bool("validate", false, "replay the live bench's replicas scenario (8 pods, R 1/4/8) instead of the sweep")
-	live := fs.String("live", "", "with -validate: the live bench's results.json, for its capacity and the side-by-side table")
+	live := fs.String("live", "", "with -validate: comma-separated live bench results.json files (their seeds and capacities set the replayed runs)")
 	_ = fs.Parse(os.Args[1:])
 
 	if err := os.MkdirAll(*out, 0o755); err != nil {
@@ -40,7 +41,11 @@ func main() {
 		if d == 0 {
 			d = 15 * time.Second
 		}
-		err := fleetsim.Validate(fleetsim.ValidateOptions{Seed: *seed, Live: *live, Duration: d, Params: fleetsim.LoopbackParams(), Log: os.Stderr}, *out)
+		vo := fleetsim.ValidateOptions{Seed: *seed, Duration: d, Params: fleetsim.LoopbackParams(), Log: os.Stderr}
+		if *live != "" {
+			vo.Live = strings.Split(*live, ",")
+		}
+		err := fleetsim.Validate(vo, *out)
 		if err != nil {
 			fail(err)
 		}
@@ -65,6 +70,16 @@ func main() {
 	if o.Replicas, err = ints(*replicas, o.Replicas); err != nil {
 		fail(err)
 	}
+	if *loads != "" {
+		o.Loads = nil
+		for _, f := range strings.Split(*loads, ",") {
+			var l float64
+			if _, err := fmt.Sscanf(strings.TrimSpace(f), "%g", &l); err != nil || l <= 0 {
+				fail(fmt.Errorf("bad load %q", f))
+			}
+			o.Loads = append(o.Loads, l)
+		}
+	}
 	if *strategies != "" {
 		o.Strategies = strings.Split(*strategies, ",")
 	}
@@ -80,6 +95,13 @@ func main() {
 		o.Trace = &w
 	}
 	start := time.Now()
+	// Results are rewritten after every scenario: an interrupted sweep
+	// leaves what it measured.
+	o.Progress = func(res *fleetsim.Results, timings []fleetsim.Timing) {
+		if err := fleetsim.WriteAll(res, timings, *out); err != nil {
+			fmt.Fprintln(os.Stderr, "fleetsim: writing results:", err)
+		}
+	}
 	res, timings, err := fleetsim.Sweep(o)
 	if err != nil {
 		fail(err)
