@@ -125,7 +125,7 @@ func WriteReport(r *Results, dir string) error {
 	w("Run %s .. %s (%s mode), seeds %v.\n\n", r.Started.Format("2006-01-02 15:04:05Z"), r.Finished.Format("15:04:05Z"), mode, r.Seeds)
 	w("Machine: %d CPUs (%s), %d GiB, %s, %s. Everything (simulator, proxies, load generator) shares these CPUs, on loopback.\n\n",
 		r.Machine.CPUs, r.Machine.CPUModel, r.Machine.MemoryGiB, r.Machine.OS, r.Machine.GoVersion)
-	if r.Fleet.Servers > 0 {
+	if r.Fleet.Servers > 0 && r.Fleet.CapacityRPS > 0 {
 		w("Fleet: %d simulated vLLM servers (internal/vllmsim), max_num_seqs %d, time scale %g. Measured capacity: **%.1f requests/s** (closed-loop saturation, %s sizes); loads below are multiples of it.\n\n",
 			r.Fleet.Servers, r.Fleet.MaxNumSeqs, r.Fleet.TimeScale, r.Fleet.CapacityRPS, cmp.Or(r.Fleet.Sizes, SizesUniform))
 		if len(r.Fleet.CapacityBySizes) > 1 {

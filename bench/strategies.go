@@ -191,7 +191,7 @@ func (o oracleViews) View(b *route.Backend, now time.Time, _ time.Duration) prob
 		Queue: float64(st.Running + st.Waiting), Waiting: st.Waiting, KVUse: st.KVUse,
 		MaxLoRA: s.Config().MaxLoRAs, RunningLoRAs: st.RunningLoRAs, WaitingLoRAs: st.WaitingLoRAs,
 		Source: probe.SourceOracle, Inflight: b.State().Inflight(),
-		PrefillTokens: pre, DecodeTokens: dec, NsPerToken: ns,
+		PrefillTokens: pre, DecodeTokens: dec, NsPerToken: ns, PrefillRequests: b.State().View(now, 0).PrefillRequests,
 	}
 }
 

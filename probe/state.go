@@ -27,6 +27,7 @@ type State struct {
 	// prefill speed (float64 bits of an EWMA of nanoseconds per token; 0
 	// until the first sample). Updated with atomic adds and CAS.
 	prefillPending atomic.Int64
+	prefillWaiting atomic.Int64 // requests counted in prefillPending
 	decodePending  atomic.Int64
 	nsPerToken     atomic.Uint64
 
@@ -197,6 +198,8 @@ type View struct {
 	// prefill); DecodeTokens the expected output tokens of its unfinished
 	// requests. Local predictions: see State.AddWork.
 	PrefillTokens, DecodeTokens float64
+	// PrefillRequests is how many requests PrefillTokens counts.
+	PrefillRequests int
 	// NsPerToken is the learned time to first byte per prefill token at
 	// this backend (see State.PrefillDone), 0 when not learned yet.
 	NsPerToken float64
@@ -222,6 +225,7 @@ func (s *State) View(now time.Time, staleAfter time.Duration) View {
 	}
 	v := View{Queue: float64(inflight), KVUse: -1, Waiting: -1, Source: SourceLocal, Inflight: inflight}
 	v.PrefillTokens, v.DecodeTokens, v.NsPerToken = s.Work()
+	v.PrefillRequests = int(max(s.prefillWaiting.Load(), 0))
 	if r == nil {
 		return v
 	}

@@ -24,6 +24,7 @@ const minSpeedTokens = 256
 // show it, and corrected when the first token (prefill finished) and the
 // end of the request arrive.
 func (s *State) AddWork(prefill, decode int64) {
+	s.prefillWaiting.Add(1)
 	s.prefillPending.Add(prefill)
 	s.decodePending.Add(decode)
 }
@@ -34,6 +35,7 @@ func (s *State) AddWork(prefill, decode int64) {
 // dispatched plus its own), and elapsed/tokens updates the backend's
 // learned speed, an EWMA of nanoseconds per prefill token.
 func (s *State) PrefillDone(prefill int64, elapsed time.Duration, tokens float64) {
+	s.prefillWaiting.Add(-1)
 	s.prefillPending.Add(-prefill)
 	if tokens < minSpeedTokens || elapsed <= 0 {
 		return
@@ -51,11 +53,12 @@ func (s *State) PrefillDone(prefill int64, elapsed time.Duration, tokens float64
 	}
 }
 
-// DoneWork records the end of a request: prefill is what PrefillDone has
-// not taken back (the whole prompt if no byte arrived), decode what AddWork
-// added for its output.
-func (s *State) DoneWork(prefill, decode int64) {
-	if prefill != 0 {
+// DoneWork records the end of a request: prefill and decode are what
+// AddWork added; prefillDone tells whether PrefillDone already took the
+// prefill back (the first byte arrived).
+func (s *State) DoneWork(prefill, decode int64, prefillDone bool) {
+	if !prefillDone {
+		s.prefillWaiting.Add(-1)
 		s.prefillPending.Add(-prefill)
 	}
 	s.decodePending.Add(-decode)

@@ -13,16 +13,21 @@ import (
 // for this request, expressed in requests of the mean prompt size so that
 // the scorers and route.affinity_max_queue_gap keep their meaning:
 //
-//	ahead  = max(prefill tokens this proxy sent there and has not seen start
-//	             streaming, reported waiting requests x mean prompt tokens)
-//	decode = max(expected output tokens of this proxy's unfinished requests
-//	             there, other running requests (the corrected queue less
-//	             the reported waiting) x mean expected output)
-//	work   = ahead + own prefill (prompt tokens minus the blocks the backend
-//	         is believed to have cached) + DecodeWeight x decode
-//	ttft  = work x the backend's learned ns per token (the candidates' mean
-//	        when not learned yet)
-//	queue = ttft / (reference ns per token x mean prompt tokens)
+//	ahead   = max(prefill tokens this proxy sent there and has not seen
+//	              start streaming, reported waiting requests x mean prompt)
+//	waiting = max(requests those tokens belong to, reported waiting)
+//	running = the view's corrected queue - waiting (requests past prefill)
+//	work    = ahead + own prefill (prompt tokens minus the blocks the
+//	          backend is believed to have cached) + DecodeWeight x this
+//	          proxy's expected output tokens in flight there
+//	queue   = RunningWeight x running
+//	          + work x the backend's learned ns per token (the candidates'
+//	            mean when not learned yet) / (reference ns x mean prompt)
+//
+// Queued prefill is counted in tokens, since a 7,000-token prompt ahead
+// delays the first token fourteen times more than a 500-token one; a
+// running request is counted as a request, since it delays newcomers by
+// holding a batch seat and KV blocks whatever its prompt was.
 //
 // The local prediction counts work the moment it is dispatched, before any
 // report can show it; the report's waiting count adds the work other
@@ -33,6 +38,9 @@ type LoadModel struct {
 	// DecodeWeight is the prefill-token equivalent of one expected output
 	// token in flight (route.load.decode_weight).
 	DecodeWeight float64
+	// RunningWeight is what one request past its prefill counts, in
+	// requests (route.load.running_weight).
+	RunningWeight float64
 }
 
 // LoadInput is what LoadModel.Queue needs beyond the view.
@@ -46,10 +54,6 @@ type LoadInput struct {
 	// RefNs is the reference nanoseconds per token (the mean learned speed
 	// of the candidates, > 0); a candidate with no learned speed uses it.
 	RefNs float64
-	// MeanOutput is the running mean expected output of this proxy's
-	// requests, in tokens: what a reported running request is assumed to
-	// still decode.
-	MeanOutput float64
 }
 
 // Queue returns the candidate's queue for the scorers (see LoadModel).
@@ -58,22 +62,22 @@ func (m *LoadModel) Queue(v *probe.View, in *LoadInput) float64 {
 		return v.Queue
 	}
 	ahead, decode := v.PrefillTokens, v.DecodeTokens
-	if v.Source != probe.SourceLocal && v.Source != probe.SourceNone {
+	waiting := float64(v.PrefillRequests)
+	if v.Source != probe.SourceLocal && v.Source != probe.SourceNone && v.Waiting > 0 {
 		// The report counts every client's requests, this proxy's own
-		// prediction only its own: take the larger of each.
-		if v.Waiting > 0 {
-			ahead = max(ahead, float64(v.Waiting)*in.MeanPrompt)
-		}
-		if running := v.Queue - float64(max(v.Waiting, 0)); running > 0 {
-			decode = max(decode, running*in.MeanOutput)
-		}
+		// prediction only its own: take the larger.
+		ahead = max(ahead, float64(v.Waiting)*in.MeanPrompt)
+		waiting = max(waiting, float64(v.Waiting))
 	}
+	// Requests past their prefill hold batch seats and KV blocks until
+	// they finish: each counts as RunningWeight of a request.
+	running := max(v.Queue-waiting, 0)
 	ns := v.NsPerToken
 	if ns <= 0 {
 		ns = in.RefNs
 	}
 	work := ahead + max(in.Own, 0) + m.DecodeWeight*decode
-	return work * ns / (in.RefNs * in.MeanPrompt)
+	return m.RunningWeight*running + work*ns/(in.RefNs*in.MeanPrompt)
 }
 
 // RefNs returns the mean learned ns per token over views, or 1 when none

@@ -7,10 +7,6 @@ import (
 	"github.com/probegate/probegate/probe"
 )
 
-// defaultMeanOutput is the expected output of a reported running request
-// before this proxy has dispatched any (tokens).
-const defaultMeanOutput = 64
-
 // meanPromptAlpha is the weight of each request in the proxy's running mean
 // prompt size.
 const meanPromptAlpha = 0.02
@@ -20,7 +16,6 @@ const meanPromptAlpha = 0.02
 // output estimate. Safe for concurrent use, lock-free.
 type loadBook struct {
 	meanPrompt ewma
-	meanOutput ewma // expected output per request, as counted at dispatch
 	outputs    outputEstimator
 }
 
@@ -31,7 +26,8 @@ func (l *loadBook) MeanPrompt(def float64) float64 { return l.meanPrompt.value(d
 // workTicket is the token work one forwarded request added to its
 // backend's State (AddWork), carried until it is taken back.
 type workTicket struct {
-	prefill int64     // prompt tokens still counted as pending prefill
+	started bool      // AddWork was called and the first byte has not come
+	prefill int64     // prompt tokens counted as pending prefill
 	decode  int64     // expected output tokens counted as pending decode
 	waited  float64   // prefill tokens ahead of it at dispatch plus its own
 	sent    time.Time // dispatch time
@@ -70,17 +66,17 @@ func (m *Memory) beginWork(info *RequestInfo, b *Backend, blockChars int, defaul
 		pending, _, _ := b.state.Work()
 		w.waited = pending + float64(w.prefill)
 	}
-	m.book.meanOutput.observe(float64(w.decode), meanPromptAlpha)
 	b.state.AddWork(w.prefill, w.decode)
+	w.started = true
 	return w
 }
 
 // sawBytes is called with each chunk of the response body: the first one
 // ends the request's prefill; with observe, SSE data frames are counted.
 func (w *workTicket) sawBytes(b *Backend, chunk []byte, now time.Time) {
-	if w.prefill != 0 || w.waited > 0 {
+	if w.started {
 		b.state.PrefillDone(w.prefill, now.Sub(w.sent), w.waited)
-		w.prefill, w.waited = 0, 0
+		w.started, w.prefill, w.waited = false, 0, 0
 	}
 	if w.observe {
 		w.frames += bytes.Count(chunk, dataPrefix)
@@ -96,7 +92,10 @@ var dataPrefix = []byte("data:")
 func (p *Proxy) endWork(b *Backend, w *workTicket, complete bool) { p.memory.endWork(b, w, complete) }
 
 func (m *Memory) endWork(b *Backend, w *workTicket, complete bool) {
-	b.state.DoneWork(w.prefill, w.decode)
+	if w.sent.IsZero() {
+		return // no work was counted
+	}
+	b.state.DoneWork(w.prefill, w.decode, !w.started)
 	if w.observe && complete && w.frames > 1 {
 		m.book.outputs.observe(w.model, w.frames-1)
 	}
@@ -108,6 +107,5 @@ func (m *Memory) endWork(b *Backend, w *workTicket, complete bool) {
 // one token, before there is one) and the candidates' reference speed.
 // The caller sets Own per candidate.
 func loadInput(m *Memory, info *RequestInfo, views []probe.View) LoadInput {
-	return LoadInput{MeanPrompt: m.book.MeanPrompt(float64(max(info.PromptTokens, 1))), RefNs: RefNs(views),
-		MeanOutput: m.book.meanOutput.value(defaultMeanOutput)}
+	return LoadInput{MeanPrompt: m.book.MeanPrompt(float64(max(info.PromptTokens, 1))), RefNs: RefNs(views)}
 }

@@ -27,7 +27,8 @@ func TestLoadModelQueue(t *testing.T) {
 		{"waiting of a local-only view is not a report", tokens, probe.View{Source: probe.SourceLocal, Waiting: 5}, in, 1},
 		{"a backend learned 2x slower costs 2x", tokens, probe.View{Source: probe.SourceLocal, PrefillTokens: 1000, NsPerToken: 200}, in, 4},
 		{"cached prefix shrinks own prefill", tokens, probe.View{Source: probe.SourceLocal}, LoadInput{Own: 250, MeanPrompt: 1000, RefNs: 100}, 0.25},
-		{"reported running requests decode at the mean output", tokens, probe.View{Source: probe.SourceProbe, Queue: 3, Waiting: 1}, LoadInput{Own: 1000, MeanPrompt: 1000, RefNs: 100, MeanOutput: 100}, 2.1},
+		{"running requests count as requests", LoadModel{Tokens: true, RunningWeight: 1}, probe.View{Source: probe.SourceProbe, Queue: 3, Waiting: 1}, in, 2 + 2},
+		{"local requests past prefill are running", LoadModel{Tokens: true, RunningWeight: 0.5}, probe.View{Source: probe.SourceLocal, Queue: 3, PrefillRequests: 1, PrefillTokens: 1000}, in, 0.5*2 + 2},
 		{"no mean prompt yet: requests", tokens, probe.View{Queue: 2}, LoadInput{Own: 10, RefNs: 1}, 2},
 	}
 	for _, c := range cases {

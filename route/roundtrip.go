@@ -80,6 +80,7 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 		// a tunnel the proxy never asked for (it strips Upgrade). Its
 		// socket is already closed (guardedConn); the client gets an error.
 		fasthttp.ReleaseResponse(resp)
+		p.endWork(b, &work, false)
 		b.state.Finish()
 		done(breaker.Failure)
 		return failure{}, errors.Join(ErrUpstream, errSwitchingProtocols)
@@ -101,7 +102,7 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 
 	sse := bytesHasPrefix(resp.Header.ContentType(), "text/event-stream")
 	if up := resp.BodyStream(); up != nil && bufferable(resp.Header.ContentLength(), sse) {
-		return p.forwardBuffered(ctx, rt, rc, b, resp, up, done, accounting{start: start, firstByte: p.now().Sub(start), status: status, code: status, dec: dec, attempt: attempt, idReplaced: idReplaced})
+		return p.forwardBuffered(ctx, rt, rc, b, resp, up, done, accounting{start: start, firstByte: p.now().Sub(start), status: status, code: status, dec: dec, attempt: attempt, idReplaced: idReplaced, work: work})
 	}
 
 	s := bodyStreamPool.Get().(*bodyStream)

@@ -16,8 +16,11 @@ const (
 type LoadModel struct {
 	Mode string `yaml:"mode"` // tokens | requests; default tokens
 	// DecodeWeight: prefill-token equivalents of one expected output token
-	// in flight at a backend. Default 0.5.
+	// in flight at a backend. Default 0.
 	DecodeWeight float64 `yaml:"decode_weight"`
+	// RunningWeight: what one request past its prefill (decoding, holding
+	// a batch seat) counts, in requests of the mean prompt. Default 1.
+	RunningWeight float64 `yaml:"running_weight"`
 	// DefaultOutputTokens: expected output of a request that does not fix
 	// it (no ignore_eos) before the per-model estimate has samples; capped
 	// by the request's max_tokens. Default 128.
@@ -25,11 +28,12 @@ type LoadModel struct {
 }
 
 func defaultLoad() LoadModel {
-	return LoadModel{Mode: LoadTokens, DecodeWeight: 0.5, DefaultOutputTokens: 128}
+	return LoadModel{Mode: LoadTokens, DecodeWeight: 0, RunningWeight: 1, DefaultOutputTokens: 128}
 }
 
 func (v *checker) load(l LoadModel) {
 	v.oneOf("route.load.mode", l.Mode, LoadTokens, LoadRequests)
 	v.weight("route.load.decode_weight", l.DecodeWeight)
+	v.weight("route.load.running_weight", l.RunningWeight)
 	v.atLeast("route.load.default_output_tokens", int64(l.DefaultOutputTokens), 1)
 }

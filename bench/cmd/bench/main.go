@@ -33,7 +33,7 @@ func main() {
 	burst := fs.Float64("burstiness", 1, "gamma shape of arrival gaps: 1 = Poisson, < 1 = burstier (as vllm bench serve)")
 	sizes := fs.String("sizes", bench.SizesLognormal, "request sizes of steady, spike and replicas: "+strings.Join(bench.SizeKinds, ", ")+" (lognormal: fitted to the Azure code trace; trace: pairs drawn from -trace)")
 	trace := fs.String("trace", "", "trace in the Azure schema (TIMESTAMP,ContextTokens,GeneratedTokens) for -scenario trace and -sizes trace (default: the committed slice bench/testdata/azure_code_2023_slice.csv)")
-	traceOffset := fs.Duration("trace-offset", 0, "trace time at which the first seed's replay window starts")
+	traceOffset := fs.Duration("trace-offset", bench.DefaultTraceOffset, "trace time at which the first seed's replay window starts (each further seed replays the next window)")
 	traceSpeed := fs.Float64("trace-speed", bench.DefaultTraceSpeed, "replay speed: the trace's arrival times are divided by it")
 	variants := fs.String("variants", "", "comma-separated scenario entries to run, e.g. trace_hetero_r1,steady_80 (default all of the selected scenarios)")
 	profile := fs.String("profile", "", "overhead: write CPU and allocation profiles of each probegate target under wrk to this directory (read with go tool pprof)")
