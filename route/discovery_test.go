@@ -179,7 +179,8 @@ func TestDNSLogsTransitionsOnce(t *testing.T) {
 	const failing, recovered = "backends.dns lookup failing", "backends.dns lookup recovered"
 	for round := 1; round <= 2; round++ {
 		dns.setFail(true)
-		time.Sleep(100 * time.Millisecond) // about 20 failed lookups
+		ftPoll(t, 2*time.Second, "the failure is logged", func() bool { return logs.count(failing) == round })
+		time.Sleep(100 * time.Millisecond) // about 20 more failed lookups
 		if got := logs.count(failing); got != round {
 			t.Fatalf("round %d: %q logged %d times, want %d", round, failing, got, round)
 		}

@@ -18,7 +18,7 @@ type reqCtx struct {
 	ex    extractor
 	info  RequestInfo
 	pick  Scratch
-	tried [config.MaxRetries + 1]*Backend
+	tried [config.MaxRetries + 1 + maxBreakerSkips]*Backend
 	id    []byte
 	xff   []byte
 	// path is the normalized request path, target the request target
@@ -133,10 +133,13 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 	reason := retryNone // why the next attempt is a retry
 	attempts := 0       // attempts forwarded to a backend
 	ntried := 0         // entries of rc.tried in use
-	for attempt := 0; attempt <= rt.retries; attempt++ {
-		tried := rc.tried[:attempt]
+	// attempts counts the requests sent, which upstream.retries bounds; a
+	// breaker refusal sends nothing and costs no time, so it does not count
+	// (rc.tried's size bounds those re-picks).
+	for attempts <= rt.retries && ntried < len(rc.tried) {
+		tried := rc.tried[:ntried]
 		t0 := p.now()
-		if attempt > 0 {
+		if ntried > 0 {
 			// A retry sees the current pool: it may go to a backend that
 			// joined since the request arrived.
 			snap = p.snap.Load()
@@ -159,14 +162,14 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 			}
 			break
 		}
-		rc.tried[attempt] = b
-		ntried = attempt + 1
+		rc.tried[ntried] = b
+		ntried++
 		last = b
-		if attempt > 0 {
+		if ntried > 1 {
 			p.metrics.retried(reason)
 			// Never reuse a request id across two attempts.
 			rc.id = append(rc.id[:idLen], "-r"...)
-			rc.id = strconv.AppendInt(rc.id, int64(attempt), 10)
+			rc.id = strconv.AppendInt(rc.id, int64(ntried-1), 10)
 		}
 		p.metrics.decided(dec)
 		done, err := b.brk.Allow()
@@ -187,7 +190,7 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 		if reason == retryNone {
 			break
 		}
-		if attempt < rt.retries && b.draining.Load() {
+		if attempts <= rt.retries && b.draining.Load() {
 			p.reap() // b will not be counted: nothing of it is left to keep
 		}
 	}
@@ -220,6 +223,10 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 		}
 	}
 }
+
+// maxBreakerSkips bounds the re-picks after breaker refusals (a half-open
+// breaker whose trial slot is taken), which do not spend upstream.retries.
+const maxBreakerSkips = 4
 
 // retryReason is why a request is re-picked: the label of
 // probegate_retries_total.

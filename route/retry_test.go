@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -347,5 +348,66 @@ func TestRetryStaleConnectionSinglePod(t *testing.T) {
 	}
 	if st := ftBackend(tp, pod.Addr()).Breaker; st != "closed" {
 		t.Fatalf("breaker %q after a restart", st)
+	}
+}
+
+// A breaker refusal (a half-open breaker whose trial slot is taken) sends
+// nothing and costs no time: the request is re-picked without spending
+// upstream.retries, so even with retries: 0 it reaches a healthy pod.
+func TestBreakerRefusalDoesNotSpendRetries(t *testing.T) {
+	var hits atomic.Int64
+	release := make(chan struct{})
+	half := upstream(t, func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		if hits.Add(1) == 1 {
+			w.WriteHeader(500) // opens the breaker (consecutive_failures 1)
+			return
+		}
+		select { // the half-open trial: held until the test ends
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	good := upstream(t, func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.WriteHeader(200)
+	})
+	cfg := testConfig(half.URL, good.URL)
+	cfg.Route.Policy = "round_robin"
+	cfg.Upstream.Retries = 0
+	cfg.Breaker.ConsecutiveFailures = 1
+	cfg.Breaker.OpenFor = config.Duration(100 * time.Millisecond)
+	cfg.Breaker.HalfOpenRequests = 1
+	tp := startProxy(t, cfg)
+	t.Cleanup(func() { close(release) }) // before the proxy shuts down
+	send := func() int {
+		resp := post(t, tp.url("/v1/completions"), `{}`)
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for hits.Load() < 1 {
+		send()
+	}
+	time.Sleep(150 * time.Millisecond) // open_for passes: half-open
+	for i := 0; hits.Load() < 2; i++ {
+		if i > 20 {
+			t.Fatal("no request became the half-open trial")
+		}
+		go func() {
+			resp, err := client().Post(tp.url("/v1/completions"), "application/json", strings.NewReader(`{}`))
+			if err == nil {
+				resp.Body.Close()
+			}
+		}()
+		time.Sleep(20 * time.Millisecond)
+	}
+	for i := 0; i < 6; i++ {
+		if code := send(); code != 200 {
+			t.Fatalf("request %d: status %d while a half-open trial holds the slot, want 200 from the other pod", i, code)
+		}
+	}
+	if got := rtRetries(t, tp, "breaker"); got < 1 {
+		t.Fatalf("retries_total{reason=breaker} = %v: round robin never met the half-open pod", got)
 	}
 }
