@@ -32,7 +32,7 @@ type VegetaRun struct {
 
 // vegetaCLI is the vegeta command line that reproduces one run by hand
 // (README, report.md).
-const vegetaCLI = `printf 'POST http://127.0.0.1:PORT/v1/completions\nContent-Type: application/json\n@body.json\n' | go run github.com/tsenart/vegeta/v12@v12.13.0 attack -rate 10000/s -duration 4s -keepalive -http2=false -max-workers 512 | go run github.com/tsenart/vegeta/v12@v12.13.0 report`
+const vegetaCLI = `printf 'POST http://127.0.0.1:PORT/v1/completions\nContent-Type: application/json\n@body.json\n' | go run github.com/tsenart/vegeta/v12@v12.13.0 attack -rate 10000/s -duration 3s -keepalive -http2=false -max-workers 512 | go run github.com/tsenart/vegeta/v12@v12.13.0 report`
 
 // wrkCLI is the wrk command line of the closed-loop runs.
 const wrkCLI = `wrk -t2 -c64 -d8s --latency -s post.lua http://127.0.0.1:PORT/v1/completions`
@@ -107,7 +107,7 @@ func (t *OverheadTarget) vegetaAt(rate int) *VegetaRun {
 // vegetaReport renders the open-loop table of report.md.
 func vegetaReport(o *OverheadResult) string {
 	var b strings.Builder
-	b.WriteString("Open loop with vegeta's library (`" + vegetaCLI + "`; by hand, with `body.json` holding `" + overheadBody + "`), next to wrk's closed loop (`" + wrkCLI + "`). Per offered rate: achieved req/s, then p50 / p99 latency in ms; success below 100% is shown.\n\n| target |")
+	b.WriteString("\nOpen loop with vegeta's library (`" + vegetaCLI + "`; by hand, with `body.json` holding `" + overheadBody + "`), next to wrk's closed loop (`" + wrkCLI + "`). Per offered rate: achieved req/s, then p50 / p99 latency in ms; success below 100% is shown.\n\n| target |")
 	for _, r := range VegetaRates {
 		fmt.Fprintf(&b, " %dk req/s |", r/1000)
 	}

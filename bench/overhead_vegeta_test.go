@@ -23,10 +23,10 @@ func TestRunVegetaOpenLoop(t *testing.T) {
 	o := &OverheadResult{Targets: []OverheadTarget{
 		{Name: "nginx", WrkRPS: 100, Vegeta: []VegetaRun{{Rate: 10000, AchievedRPS: 9990, Success: 1, Latency: Quantiles{P50: 1, P99: 2}}}},
 		{Name: "probegate_least_inflight", WrkRPS: 90},
-		{Name: "probegate_probe", WrkRPS: 80, Vegeta: []VegetaRun{{Rate: 10000, AchievedRPS: 9000, Success: 0.5, Latency: Quantiles{P50: 1, P99: 5}}}},
+		{Name: "probegate_probe", WrkRPS: 80, Vegeta: []VegetaRun{{Rate: 10000, AchievedRPS: 9900, Success: 0.5, Latency: Quantiles{P50: 1, P99: 5}}}},
 	}}
 	rep := vegetaReport(o)
-	if !strings.Contains(rep, "| probegate_probe | - | - | 9000: 1.00 / 5.00 (50.0% ok) | - |") {
+	if !strings.Contains(rep, "| probegate_probe | - | - | 9900: 1.00 / 5.00 (50.0% ok) | - |") {
 		t.Errorf("report row missing:\n%s", rep)
 	}
 	var got []string
@@ -41,5 +41,12 @@ func TestRunVegetaOpenLoop(t *testing.T) {
 	}
 	if len(got) != 3 {
 		t.Errorf("goals %q, want least_inflight/nginx, probe/least_inflight, vegeta p99", got)
+	}
+	// A generator that fell behind measured no latency at 10k.
+	o.Targets[2].Vegeta[0].AchievedRPS = 3000
+	for _, g := range Goals(&Results{Overhead: o}) {
+		if strings.Contains(g.Goal, "vegeta") && (!g.Missing || g.Met) {
+			t.Errorf("vegeta goal at 3k achieved = %+v, want not measured", g)
+		}
 	}
 }

@@ -105,8 +105,14 @@ func Goals(r *Results) []GoalCheck {
 			out = append(out, GoalCheck{Scenario: "overhead", Goal: "req/s probegate(probe)/probegate(least_inflight) (wrk)", Value: v, Limit: 0.8, Met: v >= 0.8})
 		}
 		if pv, nv := pr.vegetaAt(10000), ng.vegetaAt(10000); pv != nil && nv != nil && nv.Latency.P99 > 0 {
-			v := pv.Latency.P99 / nv.Latency.P99
-			out = append(out, GoalCheck{Scenario: "overhead", Goal: "p99 probegate(probe)/nginx at 10k req/s (vegeta)", Value: v, Limit: 2, Met: v <= 2})
+			const goal = "p99 probegate(probe)/nginx at 10k req/s (vegeta)"
+			if pv.AchievedRPS < 9500 || nv.AchievedRPS < 9500 {
+				// The generator fell behind: the latencies are not at 10k.
+				out = append(out, GoalCheck{Scenario: "overhead", Goal: goal + ": rate not reached", Limit: 2, Missing: true})
+			} else {
+				v := pv.Latency.P99 / nv.Latency.P99
+				out = append(out, GoalCheck{Scenario: "overhead", Goal: goal, Value: v, Limit: 2, Met: v <= 2})
+			}
 		}
 	}
 	return out
