@@ -30,6 +30,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/probegate/probegate/internal/config"
+	"github.com/probegate/probegate/internal/kube"
 	"github.com/probegate/probegate/internal/vllmsim"
 	"github.com/probegate/probegate/route"
 )
@@ -89,12 +90,13 @@ func run(args []string, stdout, stderr io.Writer, sig <-chan os.Signal, ready ch
 		defer fleet.Close()
 		cfg.Backends.Static = fleet.URLs()
 		cfg.Backends.DNS = ""
+		cfg.Backends.Kubernetes = config.Kubernetes{}
 	}
 
 	log := newLogger(cfg.Log, stderr)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	p, err := route.New(route.Options{Config: cfg, Logger: log, Registerer: reg})
+	p, err := route.New(route.Options{Config: cfg, Logger: log, Registerer: reg, Discover: kube.Start})
 	if err != nil {
 		fmt.Fprintf(stderr, "probegate: %v\n", err)
 		return 1
@@ -186,6 +188,7 @@ func reload(p *route.Proxy, path string, demo bool, fleet *vllmsim.Fleet, log ze
 	if fleet != nil {
 		cfg.Backends.Static = fleet.URLs()
 		cfg.Backends.DNS = ""
+		cfg.Backends.Kubernetes = config.Kubernetes{}
 	}
 	if err := p.Reload(cfg); err != nil {
 		log.Error().Err(err).Msg("config reload rejected; keeping the running configuration")
