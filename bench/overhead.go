@@ -72,6 +72,12 @@ type OverheadTarget struct {
 	P99VsNginx     float64   `json:"p99_vs_nginx_go"`
 	P99VsDirect    float64   `json:"p99_vs_direct_go"`
 	Error          string    `json:"error,omitempty"`
+	// ProbesPerRequest is, for probegate targets, probes sent (ok, timeout,
+	// error, cancelled) per request answered over the wrk and Go generator
+	// runs (64 connections, 2 backends); CoalescedPerRequest the requests'
+	// joins of a probe already in flight.
+	ProbesPerRequest    float64 `json:"probes_per_request,omitempty"`
+	CoalescedPerRequest float64 `json:"coalesced_per_request,omitempty"`
 	// Vegeta holds the open-loop runs, one per VegetaRates entry.
 	Vegeta []VegetaRun `json:"vegeta,omitempty"`
 }
@@ -369,6 +375,12 @@ func RunOverhead(ctx context.Context, o OverheadOptions) (*OverheadResult, error
 			}
 		}
 		ot.GoRPS, ot.GoLatency, ot.GoErrors = goFixedConcurrency(ctx, addr, res.Concurrency, dur)
+		if c != nil && c.admin != "" {
+			if pc, err := readProbeCounts(ctx, c.admin); err == nil && pc.requests > 0 {
+				ot.ProbesPerRequest = round3(pc.sent / pc.requests)
+				ot.CoalescedPerRequest = round3(pc.coalesced / pc.requests)
+			}
+		}
 		for _, rate := range VegetaRates {
 			if ctx.Err() != nil {
 				break
@@ -378,7 +390,7 @@ func RunOverhead(ctx context.Context, o OverheadOptions) (*OverheadResult, error
 			ot.Vegeta = append(ot.Vegeta, v)
 		}
 		c.Stop()
-		logf("overhead: %-26s wrk %8.0f req/s p99 %6.2f ms cpu %5.1f us/req | go %8.0f req/s p99 %6.2f ms", t.name, ot.WrkRPS, ot.WrkLatency.P99, ot.WrkCPUusPerReq, ot.GoRPS, ot.GoLatency.P99)
+		logf("overhead: %-26s wrk %8.0f req/s p99 %6.2f ms cpu %5.1f us/req | go %8.0f req/s p99 %6.2f ms | probes/req %.3f coalesced/req %.3f", t.name, ot.WrkRPS, ot.WrkLatency.P99, ot.WrkCPUusPerReq, ot.GoRPS, ot.GoLatency.P99, ot.ProbesPerRequest, ot.CoalescedPerRequest)
 		res.Targets = append(res.Targets, ot)
 		if o.Progress != nil {
 			o.Progress.End()
@@ -807,14 +819,14 @@ func overheadReport(o *OverheadResult) string {
 	for _, s := range o.Skipped {
 		fmt.Fprintf(&b, "> Skipped: %s\n\n", s)
 	}
-	b.WriteString("| target | wrk req/s | wrk p50 ms | wrk p99 ms | CPU µs/req (wrk) | Go req/s | Go p50 ms | Go p99 ms | req/s vs nginx (wrk / Go) | req/s vs direct (wrk / Go) | p99 vs nginx | p99 vs direct |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| target | wrk req/s | wrk p50 ms | wrk p99 ms | CPU µs/req (wrk) | probes / coalesced per req | Go req/s | Go p50 ms | Go p99 ms | req/s vs nginx (wrk / Go) | req/s vs direct (wrk / Go) | p99 vs nginx | p99 vs direct |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, t := range o.Targets {
 		if t.Error != "" && t.GoRPS == 0 {
-			fmt.Fprintf(&b, "| %s | error: %s ||||||||||\n", t.Name, truncate(t.Error, 80))
+			fmt.Fprintf(&b, "| %s | error: %s |||||||||||\n", t.Name, truncate(t.Error, 80))
 			continue
 		}
-		fmt.Fprintf(&b, "| %s | %.0f | %.2f | %.2f | %.1f | %.0f | %.2f | %.2f | %.2f / %.2f | %.2f / %.2f | %.2f | %.2f |\n",
-			t.Name, t.WrkRPS, t.WrkLatency.P50, t.WrkLatency.P99, t.WrkCPUusPerReq, t.GoRPS, t.GoLatency.P50, t.GoLatency.P99,
+		fmt.Fprintf(&b, "| %s | %.0f | %.2f | %.2f | %.1f | %.3f / %.3f | %.0f | %.2f | %.2f | %.2f / %.2f | %.2f / %.2f | %.2f | %.2f |\n",
+			t.Name, t.WrkRPS, t.WrkLatency.P50, t.WrkLatency.P99, t.WrkCPUusPerReq, t.ProbesPerRequest, t.CoalescedPerRequest, t.GoRPS, t.GoLatency.P50, t.GoLatency.P99,
 			t.VsNginxWrk, t.VsNginxGo, t.VsDirectWrk, t.VsDirectGo, t.P99VsNginx, t.P99VsDirect)
 	}
 	b.WriteString(vegetaReport(o))

@@ -1,0 +1,72 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// probeCounts are a probegate target's probe and request counters, read
+// from its admin listener's /metrics.
+type probeCounts struct {
+	sent      float64 // ok + timeout + error + cancelled
+	coalesced float64
+	requests  float64
+}
+
+// readProbeCounts scrapes admin's /metrics for probegate_probes_total by
+// outcome and probegate_requests_total (all labels summed).
+func readProbeCounts(ctx context.Context, admin string) (probeCounts, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+admin+"/metrics", nil)
+	if err != nil {
+		return probeCounts{}, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return probeCounts{}, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return probeCounts{}, fmt.Errorf("/metrics: status %d", resp.StatusCode)
+	}
+	return parseProbeCounts(bufio.NewScanner(resp.Body))
+}
+
+func parseProbeCounts(sc *bufio.Scanner) (probeCounts, error) {
+	var c probeCounts
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		name, rest, ok := strings.Cut(line, "{")
+		if !ok {
+			continue
+		}
+		labels, val, ok := strings.Cut(rest, "} ")
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
+		if err != nil {
+			continue
+		}
+		switch name {
+		case "probegate_requests_total":
+			c.requests += v
+		case "probegate_probes_total":
+			switch {
+			case strings.Contains(labels, `outcome="coalesced"`):
+				c.coalesced += v
+			case strings.Contains(labels, `outcome="ok"`), strings.Contains(labels, `outcome="timeout"`),
+				strings.Contains(labels, `outcome="error"`), strings.Contains(labels, `outcome="cancelled"`):
+				c.sent += v
+			}
+		}
+	}
+	return c, sc.Err()
+}
