@@ -51,8 +51,10 @@ type Options struct {
 	// largest fleet and replica count, 0.8x load, for HeadlineStrategies.
 	Headline           time.Duration
 	HeadlineStrategies []string
-	// Crossover adds the pod-side cost series: realistic pods (H100Sim), 64
-	// pods, loads from 0.1 to 0.95, for cached, cached_adaptive and probe.
+	// Crossover adds the pod-side cost series: realistic pods (H100Sim) and
+	// the bench's uniform sizes (short prompts, so that a pod serves tens of
+	// requests per second), 64 pods, 1 and 8 replicas, loads from 0.1 to
+	// 0.95, for cached, cached_adaptive and probe.
 	Crossover bool
 	Params    Params
 	// Log, if set, gets one line per run.
@@ -113,6 +115,15 @@ func Sweep(o Options) (*Results, []Timing, error) {
 	res := &Results{Seed: o.Seed, Quick: o.Quick, Model: paramsJSON(o.Params),
 		Fleet: FleetJSON{MaxNumSeqs: PodSim(o.Workload).MaxNumSeqs, Slowdown: BenchSlowdown}, PodCapacityRPS: map[string]float64{}}
 	var pts []point
+	// The cheap series first: an interrupted sweep keeps them.
+	if o.Crossover {
+		for _, r := range []int{1, 8} {
+			for _, l := range []float64{0.1, 0.3, 0.5, 0.8, 0.95} {
+				pts = append(pts, point{name: "crossover", w: UniformWorkload(), sim: H100Sim(), slowdown: 1, pods: 64, reps: r, load: l, dur: o.Duration,
+					strats: []string{bench.Cached, bench.CachedAdaptive, bench.Probe}})
+			}
+		}
+	}
 	for _, n := range o.Pods {
 		for _, r := range o.Replicas {
 			for _, l := range o.Loads {
@@ -124,14 +135,6 @@ func Sweep(o Options) (*Results, []Timing, error) {
 	if o.Trace != nil {
 		for _, r := range []int{minR, maxR} {
 			pts = append(pts, point{w: *o.Trace, sim: PodSim(*o.Trace), slowdown: BenchSlowdown, pods: maxN, reps: r, load: 0.8, dur: o.Duration, strats: o.Strategies})
-		}
-	}
-	if o.Crossover {
-		for _, r := range []int{1, 8} {
-			for _, l := range []float64{0.1, 0.3, 0.5, 0.8, 0.95} {
-				pts = append(pts, point{name: "crossover", w: o.Workload, sim: H100Sim(), slowdown: 1, pods: 64, reps: r, load: l, dur: o.Duration,
-					strats: []string{bench.Cached, bench.CachedAdaptive, bench.Probe}})
-			}
 		}
 	}
 	if o.Headline > 0 {
