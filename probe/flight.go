@@ -35,11 +35,12 @@ type flight struct {
 }
 
 // newFlight returns a flight with one waiter (the Run that starts it,
-// whose result channel is results) and a context that ends deadline from
-// now. parent's values are kept, its cancellation is not.
-func newFlight(parent context.Context, deadline time.Duration, results chan<- int) *flight {
+// whose result channel is results) and a context of its own that ends
+// deadline from now (no request's context: none may cut it, and Fetchers
+// read no values from it).
+func newFlight(deadline time.Duration, results chan<- int) *flight {
 	f := &flight{waiting: 1}
-	f.ctx, f.cancel = context.WithTimeout(context.WithoutCancel(parent), deadline)
+	f.ctx, f.cancel = context.WithTimeout(context.Background(), deadline)
 	f.subs = append(f.subsBuf[:0], results)
 	return f
 }

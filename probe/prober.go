@@ -181,7 +181,7 @@ func (p *Prober) Run(ctx context.Context, cands, spares []*State) Result {
 	outstanding := 0
 	launch := func(s *State) {
 		outstanding++
-		f, sent := p.await(ctx, s, results)
+		f, sent := p.await(s, results)
 		waits = append(waits, f)
 		if sent {
 			res.Probed++
@@ -228,8 +228,11 @@ func (p *Prober) Run(ctx context.Context, cands, spares []*State) Result {
 wait:
 	for known < quorum {
 		if outstanding == 0 {
-			// Nothing in flight can still answer: hedge now or give up.
-			if !hedge() || outstanding == 0 {
+			// Nothing in flight can still answer: hedge now or give up
+			// (at once when Run's deadline has come: the probes' own
+			// timers expire at the same instant and may be seen before
+			// ctx is marked done).
+			if d, ok := ctx.Deadline(); (ok && !time.Now().Before(d)) || !hedge() || outstanding == 0 {
 				break
 			}
 			hedgeC = nil
@@ -272,7 +275,7 @@ func (p *Prober) isFresh(s *State, now time.Time) bool {
 // await subscribes results to s's answer: it joins the probe in flight to
 // s, or sends one (sent = true) when there is none. Either way exactly one
 // result will arrive on results.
-func (p *Prober) await(ctx context.Context, s *State, results chan<- int) (f *flight, sent bool) {
+func (p *Prober) await(s *State, results chan<- int) (f *flight, sent bool) {
 	for {
 		if f = s.flight.Load(); f != nil {
 			if f.join(results) {
@@ -282,7 +285,7 @@ func (p *Prober) await(ctx context.Context, s *State, results chan<- int) (f *fl
 			s.flight.CompareAndSwap(f, nil)
 			continue
 		}
-		f = newFlight(ctx, p.cfg.Deadline, results)
+		f = newFlight(p.cfg.Deadline, results)
 		if s.flight.CompareAndSwap(nil, f) {
 			go p.fly(f, s)
 			return f, true
