@@ -178,19 +178,22 @@ func (r *replica) finish(req *request, orca *probe.Load) {
 }
 
 // oracleViews is the oracle strategy's route.ViewSource: each pod's true
-// engine state at the decision, as bench.OracleViews gives for a live fleet.
+// engine state at the decision, as bench.OracleViews gives for a live fleet
+// (the token work in flight is this replica's own prediction, as there).
 type oracleViews struct {
 	s *sim
 	r *replica
 }
 
 // View implements route.ViewSource.
-func (o oracleViews) View(b *route.Backend, _ time.Time, _ time.Duration) probe.View {
+func (o oracleViews) View(b *route.Backend, now time.Time, _ time.Duration) probe.View {
 	st := b.State()
 	p := o.s.pods[o.r.podOf[st]]
 	w := p.eng.Waiting()
+	pre, dec, ns := st.Work()
 	return probe.View{
 		Queue: float64(p.eng.Running() + w), Waiting: w, KVUse: p.eng.KVUse(),
 		MaxLoRA: p.maxLoRA, BaseModel: p.baseName, Source: probe.SourceOracle, Inflight: st.Inflight(),
+		PrefillTokens: pre, DecodeTokens: dec, NsPerToken: ns, PrefillRequests: st.View(now, 0).PrefillRequests,
 	}
 }
