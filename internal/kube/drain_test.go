@@ -25,7 +25,7 @@ import (
 
 const streamChunks = 15
 
-// pod is a fake model server on its own loopback address: it counts the
+// modelPod is a fake model server on its own loopback address: it counts the
 // completions it receives and streams streamChunks SSE events 20ms apart
 // when asked to stream.
 type modelPod struct {

@@ -12,7 +12,6 @@
 package kube
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -148,6 +147,3 @@ func StartWith(cl Clients, k config.Kubernetes, log zerolog.Logger, publish func
 	initial := w.start(src, syncTimeout)
 	return initial, w.stop, nil
 }
-
-// ctxDone adapts a context to the stop channels some client-go calls take.
-func ctxDone(ctx context.Context) <-chan struct{} { return ctx.Done() }

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -79,7 +80,7 @@ func parsePoolSpec(u *unstructured.Unstructured) (poolSpec, error) {
 		return poolSpec{}, fmt.Errorf("spec.selector.matchLabels: %w", err)
 	}
 	if !found || len(ml) == 0 {
-		return poolSpec{}, fmt.Errorf("spec.selector.matchLabels is empty")
+		return poolSpec{}, errors.New("spec.selector.matchLabels is empty")
 	}
 	sel, err := labels.ValidatedSelectorFromSet(ml)
 	if err != nil {
@@ -110,7 +111,7 @@ func parsePoolSpec(u *unstructured.Unstructured) (poolSpec, error) {
 		ports = append(ports, int(n))
 	}
 	if len(ports) == 0 {
-		return poolSpec{}, fmt.Errorf("spec.targetPorts is empty")
+		return poolSpec{}, errors.New("spec.targetPorts is empty")
 	}
 	return poolSpec{selector: sel, ports: ports}, nil
 }
