@@ -42,7 +42,7 @@ var AllStrategies = []string{RoundRobin, Random, LeastInflight, Cached, CachedAd
 // tokens).
 // probe_dw0 and probe_dw4 (route.load.decode_weight 0 and 4, for the sweep
 // that chose the default).
-var ExtraStrategies = []string{"probe_d3", "probe_q2", "probe_load", "probe_jsq", "oracle_jsq", "probe_requests", "cached_tokens", "probe_dw0", "probe_dw4"}
+var ExtraStrategies = []string{"probe_d3", "probe_q2", "probe_load", "probe_jsq", "oracle_jsq", "probe_requests", "cached_tokens", "probe_dw0", "probe_dw4", "probe_nospeed", "cached_tokens_nospeed", "oracle_nospeed"}
 
 // isProbe reports whether s decides on synchronous probes.
 func isProbe(s string) bool { return strings.HasPrefix(s, Probe) }
@@ -72,9 +72,12 @@ func StrategyConfig(s string, urls []string) (*config.Config, error) {
 	switch s {
 	case RoundRobin, Random, LeastInflight:
 		cfg.Route.Policy = s
-	case Cached, CachedAdaptive, Oracle, "oracle_jsq", "cached_tokens":
+	case Cached, CachedAdaptive, Oracle, "oracle_jsq", "cached_tokens", "cached_tokens_nospeed", "oracle_nospeed":
 		cfg.Route.Policy = "cached"
 		cfg.Route.Weights.Queue, cfg.Route.Weights.KVCache, cfg.Route.Weights.Prefix = 2, 2, 3
+		if s == "cached_tokens_nospeed" || s == "oracle_nospeed" {
+			cfg.Route.Load.LearnSpeed = false
+		}
 		if s == Cached || s == CachedAdaptive {
 			// EPP scores request counts and KV use, not token work.
 			cfg.Route.Load.Mode = config.LoadRequests
@@ -101,6 +104,8 @@ func StrategyConfig(s string, urls []string) (*config.Config, error) {
 		cfg.Route.Load.DecodeWeight = 0
 	case "probe_dw4":
 		cfg.Route.Load.DecodeWeight = 4
+	case "probe_nospeed":
+		cfg.Route.Load.LearnSpeed = false
 	case "probe_requests":
 		cfg.Route.Load.Mode = config.LoadRequests
 	case "probe_jsq":
@@ -116,7 +121,7 @@ func StrategyConfig(s string, urls []string) (*config.Config, error) {
 
 // UsesOracle reports whether strategy s decides on the simulator's true
 // state (OracleViews) rather than on reports.
-func UsesOracle(s string) bool { return s == Oracle || s == "oracle_jsq" }
+func UsesOracle(s string) bool { return s == Oracle || s == "oracle_jsq" || s == "oracle_nospeed" }
 
 // ProxyInstance is one running probegate in front of a fleet.
 type ProxyInstance struct {

@@ -41,6 +41,9 @@ type LoadModel struct {
 	// RunningWeight is what one request past its prefill counts, in
 	// requests (route.load.running_weight).
 	RunningWeight float64
+	// IgnoreSpeed turns route.load.learn_speed off: every backend is
+	// assumed equally fast.
+	IgnoreSpeed bool
 }
 
 // LoadInput is what LoadModel.Queue needs beyond the view.
@@ -73,7 +76,7 @@ func (m *LoadModel) Queue(v *probe.View, in *LoadInput) float64 {
 	// they finish: each counts as RunningWeight of a request.
 	running := max(v.Queue-waiting, 0)
 	ns := v.NsPerToken
-	if ns <= 0 {
+	if ns <= 0 || m.IgnoreSpeed {
 		ns = in.RefNs
 	}
 	work := ahead + max(in.Own, 0) + m.DecodeWeight*decode

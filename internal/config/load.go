@@ -21,6 +21,9 @@ type LoadModel struct {
 	// RunningWeight: what one request past its prefill (decoding, holding
 	// a batch seat) counts, in requests of the mean prompt. Default 1.
 	RunningWeight float64 `yaml:"running_weight"`
+	// LearnSpeed: scale each backend's expected time to first token by its
+	// learned time per prompt token (a slow server looks slow). Default true.
+	LearnSpeed bool `yaml:"learn_speed"`
 	// DefaultOutputTokens: expected output of a request that does not fix
 	// it (no ignore_eos) before the per-model estimate has samples; capped
 	// by the request's max_tokens. Default 128.
@@ -28,7 +31,7 @@ type LoadModel struct {
 }
 
 func defaultLoad() LoadModel {
-	return LoadModel{Mode: LoadTokens, DecodeWeight: 0, RunningWeight: 1, DefaultOutputTokens: 128}
+	return LoadModel{Mode: LoadTokens, DecodeWeight: 0, RunningWeight: 1, LearnSpeed: true, DefaultOutputTokens: 128}
 }
 
 func (v *checker) load(l LoadModel) {
