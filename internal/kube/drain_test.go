@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
@@ -96,13 +97,57 @@ func TestTerminatingPodDrains(t *testing.T) {
 	pods, port := startPods(t)
 	es := slice("vllm-abc", "vllm", int32(port), endpoint("127.0.0.1", "pod-1", true, false), endpoint("127.0.0.2", "pod-2", true, false))
 	cs := fake.NewClientset(es)
+	p, base := startProxy(t, config.Kubernetes{Service: "vllm", Namespace: "models"}, Clients{EndpointSlices: cs.DiscoveryV1(), Root: cs})
+	setConditions := func(victim int, c discoveryv1.EndpointConditions) {
+		es = es.DeepCopy()
+		es.Endpoints[victim].Conditions = c
+		if _, err := cs.DiscoveryV1().EndpointSlices("models").Update(context.Background(), es, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	drainCycles(t, p, base, pods, port,
+		func(victim int) { // the pod starts terminating
+			setConditions(victim, discoveryv1.EndpointConditions{Ready: ptr(false), Serving: ptr(true), Terminating: ptr(true)})
+		},
+		func(victim int) { // a new pod at the same IP is ready
+			setConditions(victim, discoveryv1.EndpointConditions{Ready: ptr(true), Terminating: ptr(false)})
+		})
+}
 
+// The same through an InferencePool: the pod's deletion starts
+// (deletionTimestamp set while it is still Ready).
+func TestInferencePoolPodDrains(t *testing.T) {
+	pods, port := startPods(t)
+	lbl := map[string]string{"app": "llama"}
+	pp := []*corev1.Pod{pod("pod-1", "127.0.0.1", lbl, true), pod("pod-2", "127.0.0.2", lbl, true)}
+	cs := fake.NewClientset(pp[0], pp[1])
+	dyn := newDynamic(inferencePool("llama", map[string]any{"app": "llama"}, int64(port)))
+	p, base := startProxy(t, config.Kubernetes{InferencePool: "llama", Namespace: "models"}, Clients{Pods: cs.CoreV1(), Dynamic: dyn, Root: cs})
+	setDeleting := func(victim int, deleting bool) {
+		pp[victim] = pp[victim].DeepCopy()
+		pp[victim].DeletionTimestamp = nil
+		if deleting {
+			pp[victim].DeletionTimestamp = &metav1.Time{Time: time.Now()}
+		}
+		if _, err := cs.CoreV1().Pods("models").Update(context.Background(), pp[victim], metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	drainCycles(t, p, base, pods, port,
+		func(victim int) { setDeleting(victim, true) },
+		func(victim int) { setDeleting(victim, false) })
+}
+
+// startProxy serves a round-robin proxy whose backends come from
+// Kubernetes discovery over cl, until the test ends.
+func startProxy(t *testing.T, k config.Kubernetes, cl Clients) (*route.Proxy, string) {
+	t.Helper()
 	cfg := config.Default()
-	cfg.Backends.Kubernetes = config.Kubernetes{Service: "vllm", Namespace: "models"}
+	cfg.Backends.Kubernetes = k
 	cfg.Route.Policy = config.PolicyRoundRobin
 	cfg.Log.Access = false
 	discover := func(k config.Kubernetes, log zerolog.Logger, publish func([]route.Target)) ([]route.Target, func(), error) {
-		return StartWith(Clients{EndpointSlices: cs.DiscoveryV1(), Root: cs}, k, log, publish, 5*time.Second)
+		return StartWith(cl, k, log, publish, 5*time.Second)
 	}
 	p, err := route.New(route.Options{Config: cfg, Discover: discover})
 	if err != nil {
@@ -114,18 +159,24 @@ func TestTerminatingPodDrains(t *testing.T) {
 	}
 	served := make(chan struct{})
 	go func() { _ = p.Serve(ln); close(served) }()
-	defer func() {
+	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = p.Shutdown(ctx)
 		<-served
-	}()
-	base := "http://" + ln.Addr().String()
-	client := &http.Client{Timeout: 10 * time.Second}
+	})
 	if p.Pool().Len() != 2 {
 		t.Fatalf("pool has %d backends, want 2", p.Pool().Len())
 	}
+	return p, "http://" + ln.Addr().String()
+}
 
+// drainCycles runs five cycles of: open a stream, terminate the pod it
+// landed on, measure until that pod leaves the pool, send requests that
+// must all go elsewhere, finish the stream, restore the pod.
+func drainCycles(t *testing.T, p *route.Proxy, base string, pods []*modelPod, port int, terminate, restore func(victim int)) {
+	t.Helper()
+	client := &http.Client{Timeout: 10 * time.Second}
 	var delays, fromCall []time.Duration
 	for cycle := range 5 {
 		// Open a stream and find the pod it landed on.
@@ -144,17 +195,12 @@ func TestTerminatingPodDrains(t *testing.T) {
 		}
 		addr := net.JoinHostPort(pods[victim].ip, strconv.Itoa(port))
 
-		// The pod starts terminating.
-		es = es.DeepCopy()
-		es.Endpoints[victim].Conditions = discoveryv1.EndpointConditions{Ready: ptr(false), Serving: ptr(true), Terminating: ptr(true)}
-		// The fake API server emits the watch event inside Update, whose
+		// The pod starts terminating. The fake API server emits the watch event inside Update, whose
 		// own write path takes ~10ms under -race: the delay is measured
 		// both from the call and from its return (the event's delivery
 		// lies between the two).
 		t0 := time.Now()
-		if _, err := cs.DiscoveryV1().EndpointSlices("models").Update(context.Background(), es, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		terminate(victim)
 		t1 := time.Now()
 		for inPool(p, addr) {
 			if time.Since(t0) > 5*time.Second {
@@ -194,11 +240,7 @@ func TestTerminatingPodDrains(t *testing.T) {
 		}
 
 		// The pod comes back (a new pod at the same IP): it rejoins.
-		es = es.DeepCopy()
-		es.Endpoints[victim].Conditions = discoveryv1.EndpointConditions{Ready: ptr(true), Terminating: ptr(false)}
-		if _, err := cs.DiscoveryV1().EndpointSlices("models").Update(context.Background(), es, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		restore(victim)
 		for deadline := time.Now().Add(5 * time.Second); !inPool(p, addr); {
 			if time.Now().After(deadline) {
 				t.Fatalf("cycle %d: %s did not rejoin", cycle, addr)
