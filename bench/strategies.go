@@ -37,12 +37,13 @@ var AllStrategies = []string{RoundRobin, Random, LeastInflight, Cached, CachedAd
 // probe_load (probe.endpoint load: the cheap /load endpoint), probe_jsq
 // (probe scoring on queue alone: weights kv 0), oracle_jsq (the oracle
 // scoring on queue alone: join-the-shortest-queue on true state).
-// probe_requests (probe with route.load.mode requests: request counts, the
-// default before issue 13), cached_tokens (cached with route.load.mode
-// tokens).
-// probe_dw0 and probe_dw4 (route.load.decode_weight 0 and 4, for the sweep
-// that chose the default).
-var ExtraStrategies = []string{"probe_d3", "probe_q2", "probe_load", "probe_jsq", "oracle_jsq", "probe_requests", "cached_tokens", "probe_dw0", "probe_dw4", "probe_nospeed", "cached_tokens_nospeed", "oracle_nospeed"}
+// probe_requests (probe with route.load.mode requests, the default: the
+// same as probe), probe_tokens (probe with route.load.mode tokens, the
+// default while issue 13's goal runs were measured), cached_tokens (cached
+// with tokens mode), probe_dw0 and probe_dw4 (tokens mode with
+// route.load.decode_weight 0 and 4), probe_nospeed, cached_tokens_nospeed,
+// oracle_nospeed (tokens mode with route.load.learn_speed false).
+var ExtraStrategies = []string{"probe_d3", "probe_q2", "probe_load", "probe_jsq", "oracle_jsq", "probe_requests", "cached_tokens", "probe_tokens", "probe_dw0", "probe_dw4", "probe_nospeed", "cached_tokens_nospeed", "oracle_nospeed"}
 
 // isProbe reports whether s decides on synchronous probes.
 func isProbe(s string) bool { return strings.HasPrefix(s, Probe) }
@@ -62,7 +63,7 @@ func isProbe(s string) bool { return strings.HasPrefix(s, Probe) }
 //   - probe_nohedge: probe with probe.hedges 0;
 //   - oracle, oracle_jsq: cached (or cached on queue alone) over views of
 //     the simulator's true state at decision time (see UsesOracle), all
-//     servers; oracle with route.load.mode tokens (the default), as probe.
+//     servers, with the default route.load.mode (requests), as probe.
 func StrategyConfig(s string, urls []string) (*config.Config, error) {
 	cfg := config.Default()
 	cfg.Backends.Static = append([]string(nil), urls...)
@@ -75,6 +76,9 @@ func StrategyConfig(s string, urls []string) (*config.Config, error) {
 	case Cached, CachedAdaptive, Oracle, "oracle_jsq", "cached_tokens", "cached_tokens_nospeed", "oracle_nospeed":
 		cfg.Route.Policy = "cached"
 		cfg.Route.Weights.Queue, cfg.Route.Weights.KVCache, cfg.Route.Weights.Prefix = 2, 2, 3
+		if s == "cached_tokens" || s == "cached_tokens_nospeed" || s == "oracle_nospeed" {
+			cfg.Route.Load.Mode = config.LoadTokens
+		}
 		if s == "cached_tokens_nospeed" || s == "oracle_nospeed" {
 			cfg.Route.Load.LearnSpeed = false
 		}
@@ -101,10 +105,13 @@ func StrategyConfig(s string, urls []string) (*config.Config, error) {
 	case "probe_load":
 		cfg.Probe.Endpoint = config.EndpointLoad
 	case "probe_dw0":
-		cfg.Route.Load.DecodeWeight = 0
+		cfg.Route.Load.Mode, cfg.Route.Load.DecodeWeight = config.LoadTokens, 0
 	case "probe_dw4":
-		cfg.Route.Load.DecodeWeight = 4
+		cfg.Route.Load.Mode, cfg.Route.Load.DecodeWeight = config.LoadTokens, 4
+	case "probe_tokens":
+		cfg.Route.Load.Mode = config.LoadTokens
 	case "probe_nospeed":
+		cfg.Route.Load.Mode = config.LoadTokens
 		cfg.Route.Load.LearnSpeed = false
 	case "probe_requests":
 		cfg.Route.Load.Mode = config.LoadRequests
