@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/valyala/fasthttp"
 
 	"github.com/probegate/probegate/internal/config"
@@ -34,6 +35,7 @@ func (p *Proxy) newServer(cfg *config.Config) *fasthttp.Server {
 		Name:               "probegate",
 		Handler:            p.Handle,
 		ErrorHandler:       p.handleParseError,
+		Logger:             connLogger{p.log},
 		ReadTimeout:        cfg.Server.ReadTimeout.D(),
 		WriteTimeout:       cfg.Upstream.IdleTimeout.D(),
 		IdleTimeout:        clientIdleTimeout,
@@ -50,6 +52,18 @@ func (p *Proxy) newServer(cfg *config.Config) *fasthttp.Server {
 		CloseOnShutdown:               true,
 		ConnState:                     p.trackConn,
 	}
+}
+
+// connLogger takes fasthttp's per-connection error lines (a malformed
+// request, a client that hung up) into the proxy's structured log at debug
+// level: the client already got its envelope and the requests metric
+// counted it, so at the default level these lines are noise that a hostile
+// client could use to flood the log. fasthttp's own logger would print them
+// unstructured to stderr, hostile bytes included.
+type connLogger struct{ log zerolog.Logger }
+
+func (l connLogger) Printf(format string, args ...any) {
+	l.log.Debug().Msgf(format, args...)
 }
 
 // trackConn keeps the set of open client connections (per connection, not

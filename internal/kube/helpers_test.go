@@ -56,14 +56,21 @@ func newSets() *sets { return &sets{ch: make(chan []route.Target, 64)} }
 
 func (s *sets) publish(ts []route.Target) { s.ch <- ts }
 
-// next waits for the next published set and returns its URLs.
+// next waits up to 5s for the next published set and returns its URLs.
 func (s *sets) next(t *testing.T) []string {
+	t.Helper()
+	return s.nextWithin(t, 5*time.Second)
+}
+
+// nextWithin is next with its own bound, for waits that include the
+// informer's reconnection backoff.
+func (s *sets) nextWithin(t *testing.T, d time.Duration) []string {
 	t.Helper()
 	select {
 	case ts := <-s.ch:
 		return urls(ts)
-	case <-time.After(5 * time.Second):
-		t.Fatal("no set published within 5s")
+	case <-time.After(d):
+		t.Fatalf("no set published within %v", d)
 		return nil
 	}
 }

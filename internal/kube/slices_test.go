@@ -211,7 +211,10 @@ func TestEndpointSliceAPIUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	down.Store(false)
-	want(t, s.next(t), "10.0.0.1:8000")
+	// client-go's reflector backs off 800 ms doubling with up to 100%
+	// jitter between failed calls (capped at 30 s); after two or three
+	// failures the next attempt can be 6 s away, so 5 s was too short.
+	want(t, s.nextWithin(t, 40*time.Second), "10.0.0.1:8000")
 	if n := lb.count("Kubernetes API reachable again"); n != 1 {
 		t.Fatalf("recovery logged %d times, want once", n)
 	}

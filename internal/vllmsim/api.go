@@ -154,9 +154,12 @@ func (g *generation) knownModel(model string) bool {
 // (deliver) and read by its HTTP handler.
 type stream struct {
 	req    Request
-	out    atomic.Int32 // tokens generated so far
-	reason atomic.Value // finish reason (string), set before done
-	done   atomic.Bool
+	// progress is the tokens generated so far, shifted left by one, with
+	// bit 0 set once the request finished: one word, so that a reader never
+	// sees the final count without the end (a stream whose last token frame
+	// lacks finish_reason) or the end without the final count.
+	progress atomic.Int64
+	reason   atomic.Value // finish reason (string), set before the end bit
 	sig    chan struct{} // shared by the streams of one HTTP request; cap 1
 }
 
@@ -166,15 +169,23 @@ func deliver(ev *Event) {
 	if !ok {
 		return
 	}
-	st.out.Store(int32(ev.Output))
+	v := int64(ev.Output) << 1
 	if ev.Finished {
 		st.reason.Store(ev.Reason)
-		st.done.Store(true)
+		v |= 1
 	}
+	st.progress.Store(v)
 	select {
 	case st.sig <- struct{}{}:
 	default:
 	}
+}
+
+// load returns the tokens generated so far and whether the request finished,
+// read together.
+func (st *stream) load() (n int, done bool) {
+	v := st.progress.Load()
+	return int(v >> 1), v&1 == 1
 }
 
 func (st *stream) finishReason() string {
@@ -314,8 +325,7 @@ func (g *generation) streamResponse(w http.ResponseWriter, ctx context.Context, 
 			if closed[i] {
 				continue
 			}
-			done := st.done.Load()
-			n := int(st.out.Load())
+			n, done := st.load()
 			if f.chat && sent[i] == 0 && n > 0 {
 				buf = f.role(buf, i)
 			}
@@ -414,7 +424,7 @@ func (g *generation) fullResponse(w http.ResponseWriter, r *http.Request, stream
 	for {
 		all := true
 		for i := range streams {
-			if !streams[i].done.Load() {
+			if _, done := streams[i].load(); !done {
 				all = false
 				break
 			}
@@ -438,7 +448,8 @@ func (g *generation) fullResponse(w http.ResponseWriter, r *http.Request, stream
 		choices := make([]chatChoice, len(streams))
 		for i := range streams {
 			st := &streams[i]
-			n, reason := int(st.out.Load()), st.finishReason()
+			n, _ := st.load()
+			reason := st.finishReason()
 			choices[i] = chatChoice{Index: i, FinishReason: reason,
 				Message: chatMessageOut{Role: "assistant", Content: generatedText(n, reason), ToolCalls: []any{}}}
 			usage.PromptTokens += st.req.Prompt.Tokens
@@ -450,7 +461,8 @@ func (g *generation) fullResponse(w http.ResponseWriter, r *http.Request, stream
 		choices := make([]completionChoice, len(streams))
 		for i := range streams {
 			st := &streams[i]
-			n, reason := int(st.out.Load()), st.finishReason()
+			n, _ := st.load()
+			reason := st.finishReason()
 			choices[i] = completionChoice{Index: i, Text: generatedText(n, reason), FinishReason: reason}
 			usage.PromptTokens += st.req.Prompt.Tokens
 			usage.CompletionTokens += n
