@@ -82,7 +82,11 @@ func run(args []string, stdout, stderr io.Writer, sig <-chan os.Signal, ready ch
 
 	var fleet *vllmsim.Fleet
 	if *demo {
-		fleet, err = vllmsim.StartFleet(4, "127.0.0.1", 0, vllmsim.DefaultConfig())
+		// The demo pods write lowercase header names, as uvicorn (which
+		// serves vLLM) does, so the demo exercises what production sees.
+		sim := vllmsim.DefaultConfig()
+		sim.LowercaseHeaders = true
+		fleet, err = vllmsim.StartFleet(4, "127.0.0.1", 0, sim)
 		if err != nil {
 			fmt.Fprintf(stderr, "probegate: demo: starting simulated servers: %v\n", err)
 			return 1

@@ -48,6 +48,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	blockSize := fs.Int("block-size", d.BlockSize, "KV cache block size in tokens")
 	timeScale := fs.Float64("time-scale", 1, "multiply every simulated duration (0.1 = 10x faster)")
 	seed := fs.Int64("seed", 0, "seed; server i uses seed+i")
+	lowercase := fs.Bool("lowercase-headers", true, "write response header names in lowercase, as uvicorn (vLLM's server) does; false: Go's canonical case")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -84,6 +85,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cfg.MaxNumSeqs, cfg.MaxNumBatchedTokens = *maxNumSeqs, *maxBatched
 	cfg.NumGPUBlocks, cfg.BlockSize = *kvBlocks, *blockSize
 	cfg.TimeScale, cfg.Seed = *timeScale, *seed
+	cfg.LowercaseHeaders = *lowercase
 	cfg.Faults = vllmsim.Faults{ProbeDelay: *probeDelay, ProbeHang: *probeHang, FailRate: *failRate,
 		Slowdown: *slowdown, MetricsInterval: *metricsInterval, Hang: *hang}
 	if len(problems) == 0 {

@@ -3,7 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
+	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -77,9 +80,32 @@ func TestServesUntilStopped(t *testing.T) {
 		}
 		resp.Body.Close()
 		tr.CloseIdleConnections()
+		wireHeaderNamesAreLowercase(t, url)
 	}
 	cancel()
 	if code := <-done; code != 0 {
 		t.Errorf("exit %d", code)
+	}
+}
+
+// wireHeaderNamesAreLowercase reads a completion's raw answer: by default
+// the servers write header names as uvicorn does, in lowercase.
+func wireHeaderNamesAreLowercase(t *testing.T, url string) {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", strings.TrimPrefix(url, "http://"), 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	body := `{"model":"a","prompt":"hi","max_tokens":1}`
+	if _, err := io.WriteString(c, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: "+
+		strconv.Itoa(len(body))+"\r\n\r\n"+body); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(c)
+	head, _, _ := strings.Cut(string(raw), "\r\n\r\n")
+	if !strings.HasPrefix(head, "HTTP/1.1 200") || !strings.Contains(head, "\r\ncontent-type: ") || strings.Contains(head, "Content-Type") {
+		t.Fatalf("want a 200 with lowercase header names, got %q", head)
 	}
 }
