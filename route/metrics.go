@@ -106,8 +106,16 @@ func newMetrics(reg prometheus.Registerer, p *Proxy) (*Metrics, error) {
 	m.retries[retryReset] = m.retriesVec.WithLabelValues("reset")
 	m.retries[retryStale] = m.retries[retryReset]
 	m.retries[retryBreaker] = m.retriesVec.WithLabelValues("breaker")
-	for s := probe.SourceNone; s <= probe.SourceOracle; s++ {
+	// DESIGN.md's four sources, and none (a blind policy, round_robin or
+	// random, decided on no state), are always exported. The benchmark's
+	// oracle series exists only in a proxy built with a view source
+	// (Options.Views); elsewhere the slot is never used.
+	for _, s := range []probe.Source{probe.SourceNone, probe.SourceProbe, probe.SourceORCA, probe.SourceScrape, probe.SourceLocal} {
 		m.decisions[s] = m.decisionsVec.WithLabelValues(s.String())
+	}
+	m.decisions[probe.SourceOracle] = m.decisions[probe.SourceNone]
+	if p.views != nil {
+		m.decisions[probe.SourceOracle] = m.decisionsVec.WithLabelValues(probe.SourceOracle.String())
 	}
 	for _, c := range []prometheus.Collector{
 		m.requestsVec, m.duration, m.firstByte, m.probesVec, m.probeDuration,
