@@ -1,5 +1,5 @@
 // Package breaker answers "may we send to this backend at all?": one circuit
-// breaker per backend, built on sony/gobreaker/v2's two-step breaker.
+// breaker per backend.
 //
 // A breaker opens after breaker.consecutive_failures consecutive failures,
 // rejects everything for breaker.open_for, then admits
@@ -8,6 +8,14 @@
 // decision, reported once per admitted request as an Outcome: dial errors,
 // 5xx and timeouts are Failure; 429 and a client's cancellation are Ignore,
 // which counts neither way.
+//
+// The breaker keeps the shape of sony/gobreaker/v2's two-step breaker (Allow
+// returns done; an outcome from before the last state change is ignored)
+// with its own small state machine, which it used to delegate to gobreaker:
+// gobreaker reads time.Now internally and has no clock hook, so its open
+// state could not follow the proxy's one clock (Options.Now), and Available
+// could not be sure to agree with Allow. Here the clock given to New decides
+// both.
 //
 // The package imports no metrics library; the proxy observes transitions
 // through the onChange hook given to New.
@@ -19,8 +27,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/sony/gobreaker/v2"
 
 	"github.com/probegate/probegate/internal/config"
 )
@@ -47,17 +53,6 @@ func (s State) String() string {
 		return "open"
 	default:
 		return fmt.Sprintf("State(%d)", int(s))
-	}
-}
-
-func fromGobreaker(s gobreaker.State) State {
-	switch s {
-	case gobreaker.StateHalfOpen:
-		return HalfOpen
-	case gobreaker.StateOpen:
-		return Open
-	default:
-		return Closed
 	}
 }
 
@@ -99,99 +94,107 @@ func (o Outcome) String() string {
 // be re-picked.
 var ErrOpen = errors.New("circuit breaker open")
 
-// Sentinels passed to gobreaker's done; only their identity matters.
-var (
-	errFailure = errors.New("breaker: failure")
-	errIgnore  = errors.New("breaker: ignored outcome")
-)
-
 type transition struct{ from, to State }
 
 // Breaker is the circuit breaker of one backend. All its methods are safe
 // for concurrent use.
 type Breaker struct {
 	// Immutable after New.
-	name     string
-	cfg      config.Breaker
-	cb       *gobreaker.TwoStepCircuitBreaker[struct{}]
-	openFor  time.Duration
-	epoch    time.Time // origin of openUntil, so that it uses the monotonic clock
-	onChange func(name string, from, to State)
-	errOpen  error // wraps ErrOpen; built once so rejections do not allocate
-	errFull  error // wraps ErrOpen
+	name      string
+	cfg       config.Breaker
+	threshold int           // breaker.consecutive_failures
+	trials    int           // breaker.half_open_requests
+	openFor   time.Duration // breaker.open_for
+	now       func() time.Time
+	epoch     time.Time // now() at New: the origin of every timestamp below
+	onChange  func(name string, from, to State)
+	errOpen   error // wraps ErrOpen; built once so rejections do not allocate
+	errFull   error // wraps ErrOpen
 
-	// Written in gobreaker's OnStateChange, under gobreaker's mutex, and
-	// read lock-free by Available: a cached copy of the state, and when an
-	// open breaker may admit trials (nanoseconds since epoch). openUntil is
-	// stored before state, so a reader that sees Open sees its deadline.
+	// Written under mu, read lock-free by Available: a copy of the state,
+	// and when an open breaker may admit trials (the clock's time since
+	// epoch). openUntil is stored before state, so a reader that sees Open
+	// sees its deadline.
 	state     atomic.Int32
 	openUntil atomic.Int64
 
-	// Transitions not yet delivered to onChange. gobreaker calls
-	// OnStateChange with its mutex held, where onChange must not run (it
-	// could call back into the breaker and deadlock), so transitions are
-	// queued there and delivered by flush once gobreaker has returned.
+	// mu guards the state machine and the transition queue. It is never
+	// held while calling onChange.
+	mu sync.Mutex
+	// gen counts state changes; an outcome reported for a request admitted
+	// in an earlier generation is ignored.
+	gen       uint64
+	failures  int // closed: consecutive failures
+	taken     int // half-open: trial slots taken (admitted, not Ignored)
+	successes int // half-open: successful trials
+	// Transitions not yet delivered to onChange. They are queued under mu
+	// and delivered by flush once mu is released, so onChange can call
+	// back into the breaker.
 	hasPending atomic.Bool // fast-path hint: pending may be non-empty
-	mu         sync.Mutex  // guards pending and delivering; never held while calling out
 	pending    []transition
 	delivering bool
 }
 
 // New returns the breaker of the backend called name, configured by cfg
 // (which must have passed config.Validate: the breaker converts, it does not
-// default or re-check).
+// default or re-check). now is the clock that decides when open_for has
+// passed (the proxy's Options.Now); nil means time.Now.
 //
 // onChange, if not nil, is called exactly once per state transition, in
 // order, with the breaker's name. It is never called with a lock held, so it
 // may call the breaker's methods; it runs on the goroutine whose Allow, done
 // or State call made or observed the transition (or on one already
-// delivering an earlier transition), after that gobreaker call returned, so
-// it should be quick (set a gauge, log a line). Transitions out of open are
-// lazy: gobreaker moves an open breaker to half-open when it is next asked,
-// after open_for, by Allow or State.
-func New(name string, cfg config.Breaker, onChange func(name string, from, to State)) *Breaker {
-	b := &Breaker{
-		name:     name,
-		cfg:      cfg,
-		openFor:  cfg.OpenFor.D(),
-		epoch:    time.Now(),
-		onChange: onChange,
-		errOpen:  fmt.Errorf("backend %s: %w", name, ErrOpen),
-		errFull:  fmt.Errorf("backend %s: %w (half-open, trial requests in flight)", name, ErrOpen),
+// delivering an earlier transition), so it should be quick (set a gauge, log
+// a line). The transition out of open is lazy: an open breaker moves to
+// half-open when it is next asked, by Allow, done or State, once the clock
+// is past open_for after the opening.
+func New(name string, cfg config.Breaker, now func() time.Time, onChange func(name string, from, to State)) *Breaker {
+	if now == nil {
+		now = time.Now
 	}
-	failures := uint32(cfg.ConsecutiveFailures)
-	b.cb = gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
-		Name:        name,
-		MaxRequests: uint32(cfg.HalfOpenRequests),
-		Interval:    0, // never clear counts while closed: only consecutive failures matter
-		Timeout:     b.openFor,
-		ReadyToTrip: func(c gobreaker.Counts) bool {
-			return c.ConsecutiveFailures >= failures
-		},
-		OnStateChange: b.onStateChange,
-		IsExcluded: func(err error) bool {
-			return err == errIgnore // exact sentinel identity; never wrapped
-		},
-	})
-	return b
+	return &Breaker{
+		name:      name,
+		cfg:       cfg,
+		threshold: cfg.ConsecutiveFailures,
+		trials:    cfg.HalfOpenRequests,
+		openFor:   cfg.OpenFor.D(),
+		now:       now,
+		epoch:     now(),
+		onChange:  onChange,
+		errOpen:   fmt.Errorf("backend %s: %w", name, ErrOpen),
+		errFull:   fmt.Errorf("backend %s: %w (half-open, trial requests in flight)", name, ErrOpen),
+	}
 }
 
-// onStateChange runs under gobreaker's mutex: it only updates atomics and
-// queues the transition.
-func (b *Breaker) onStateChange(_ string, from, to gobreaker.State) {
-	if to == gobreaker.StateOpen {
-		// Called right after gobreaker computed its own expiry from an
-		// earlier time.Now, so this deadline is never before gobreaker's.
-		b.openUntil.Store(int64(time.Since(b.epoch) + b.openFor))
+// elapsed returns the clock's time since epoch. With time.Now it is
+// monotonic; with another clock it is whatever that clock says.
+func (b *Breaker) elapsed() int64 { return int64(b.now().Sub(b.epoch)) }
+
+// current moves an open breaker whose open_for has passed to half-open and
+// returns the state. Call with mu held. Available uses the same test.
+func (b *Breaker) current() State {
+	s := State(b.state.Load())
+	if s == Open && b.elapsed() > b.openUntil.Load() {
+		b.setState(HalfOpen)
+		return HalfOpen
 	}
-	b.state.Store(int32(fromGobreaker(to)))
-	if b.onChange == nil {
-		return
+	return s
+}
+
+// setState moves the breaker to s, starts a new generation and queues the
+// transition. Call with mu held and s different from the current state.
+func (b *Breaker) setState(s State) {
+	from := State(b.state.Load())
+	b.gen++
+	b.failures, b.taken, b.successes = 0, 0, 0
+	if s == Open {
+		b.openUntil.Store(b.elapsed() + int64(b.openFor))
 	}
-	b.mu.Lock()
-	b.pending = append(b.pending, transition{fromGobreaker(from), fromGobreaker(to)})
-	b.hasPending.Store(true)
-	b.mu.Unlock()
+	b.state.Store(int32(s))
+	if b.onChange != nil {
+		b.pending = append(b.pending, transition{from, s})
+		b.hasPending.Store(true)
+	}
 }
 
 // flush delivers queued transitions to onChange. Only one goroutine
@@ -253,44 +256,72 @@ func (b *Breaker) Config() config.Breaker { return b.cfg }
 // request (open, or half-open with every trial slot taken), done is nil and
 // err wraps ErrOpen; a rejection does not allocate.
 func (b *Breaker) Allow() (done func(Outcome), err error) {
-	gdone, err := b.cb.Allow()
+	b.mu.Lock()
+	switch b.current() {
+	case Open:
+		err = b.errOpen
+	case HalfOpen:
+		if b.taken >= b.trials {
+			err = b.errFull
+		} else {
+			b.taken++
+		}
+	}
+	gen := b.gen
+	b.mu.Unlock()
 	b.flush()
 	if err != nil {
-		if errors.Is(err, gobreaker.ErrTooManyRequests) {
-			return nil, b.errFull
-		}
-		return nil, b.errOpen
+		return nil, err
 	}
-	return func(o Outcome) {
-		switch o {
-		case Success:
-			gdone(nil)
-		case Failure:
-			gdone(errFailure)
-		default:
-			gdone(errIgnore)
+	return func(o Outcome) { b.report(gen, o) }, nil
+}
+
+// report applies the outcome of a request admitted in generation gen.
+func (b *Breaker) report(gen uint64, o Outcome) {
+	b.mu.Lock()
+	s := b.current()
+	if gen == b.gen {
+		switch {
+		case o == Success && s == Closed:
+			b.failures = 0
+		case o == Success && s == HalfOpen:
+			if b.successes++; b.successes >= b.trials {
+				b.setState(Closed)
+			}
+		case o == Failure && s == Closed:
+			if b.failures++; b.failures >= b.threshold {
+				b.setState(Open)
+			}
+		case o == Failure && s == HalfOpen:
+			b.setState(Open)
+		case s == HalfOpen: // Ignore (or an unknown value): free the slot
+			b.taken--
 		}
-		b.flush()
-	}, nil
+	}
+	b.mu.Unlock()
+	b.flush()
 }
 
 // Available reports, without locking, whether the breaker may admit a
-// request: false only while it is open and open_for has not yet passed.
-// Once open_for has passed it is true again, so that the backend is sampled
-// and its half-open trial can happen; a half-open breaker whose trial slots
-// are taken still reports true and Allow rejects. It is meant for filtering
-// candidates on the hot path; Allow has the final word.
+// request: false only while it is open and the clock is not yet past
+// open_for after the opening. Allow decides with the same clock and the
+// same test, so once Available is true again Allow admits the half-open
+// trial (a half-open breaker whose trial slots are taken still reports true
+// and Allow rejects). It is meant for filtering candidates on the hot path;
+// Allow has the final word.
 func (b *Breaker) Available() bool {
 	if State(b.state.Load()) != Open {
 		return true
 	}
-	return int64(time.Since(b.epoch)) > b.openUntil.Load()
+	return b.elapsed() > b.openUntil.Load()
 }
 
 // State returns the breaker's current state, moving an open breaker whose
 // open_for has passed to half-open (and reporting that transition).
 func (b *Breaker) State() State {
-	s := fromGobreaker(b.cb.State())
+	b.mu.Lock()
+	s := b.current()
+	b.mu.Unlock()
 	b.flush()
 	return s
 }

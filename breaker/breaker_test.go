@@ -66,7 +66,7 @@ func TestOpensAfterConsecutiveFailures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := New("b", cfg(3, 1, time.Minute), nil)
+			b := New("b", cfg(3, 1, time.Minute), nil, nil)
 			for _, o := range tt.outcomes {
 				report(t, b, o)
 			}
@@ -84,7 +84,7 @@ func TestOpenRejectsThenHalfOpens(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const openFor = 5 * time.Second
 		var rec recorder
-		b := New("vllm-1", cfg(2, 1, openFor), rec.hook)
+		b := New("vllm-1", cfg(2, 1, openFor), nil, rec.hook)
 		report(t, b, Failure)
 		report(t, b, Failure)
 
@@ -135,7 +135,7 @@ func TestOpenRejectsThenHalfOpens(t *testing.T) {
 func TestHalfOpenFailureReopens(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var rec recorder
-		b := New("b", cfg(1, 2, time.Second), rec.hook)
+		b := New("b", cfg(1, 2, time.Second), nil, rec.hook)
 		report(t, b, Failure)
 		time.Sleep(time.Second + time.Millisecond)
 		d1, err1 := b.Allow()
@@ -175,7 +175,7 @@ func TestHalfOpenFailureReopens(t *testing.T) {
 func TestHalfOpenAdmitsExactly(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const trials = 3
-		b := New("b", cfg(1, trials, time.Second), nil)
+		b := New("b", cfg(1, trials, time.Second), nil, nil)
 		report(t, b, Failure)
 		time.Sleep(2 * time.Second)
 
@@ -231,7 +231,7 @@ func TestHalfOpenAdmitsExactly(t *testing.T) {
 // TestStaleOutcomeIgnored checks that a request admitted before a state
 // change cannot affect the new state.
 func TestStaleOutcomeIgnored(t *testing.T) {
-	b := New("b", cfg(2, 1, time.Minute), nil)
+	b := New("b", cfg(2, 1, time.Minute), nil, nil)
 	old, err := b.Allow()
 	if err != nil {
 		t.Fatal(err)
@@ -253,7 +253,7 @@ func TestOnChangeMayCallBreaker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var b *Breaker
 		var seen []State
-		b = New("b", cfg(1, 1, time.Second), func(_ string, _, to State) {
+		b = New("b", cfg(1, 1, time.Second), nil, func(_ string, _, to State) {
 			seen = append(seen, b.State())
 			_ = b.Available()
 			if done, err := b.Allow(); err == nil {
@@ -272,7 +272,8 @@ func TestOnChangeMayCallBreaker(t *testing.T) {
 func TestOnChangePanicDoesNotWedge(t *testing.T) {
 	var rec recorder
 	first := true
-	b := New("b", cfg(1, 1, time.Millisecond), func(name string, from, to State) {
+	clk := newFakeClock()
+	b := New("b", cfg(1, 1, time.Millisecond), clk.now, func(name string, from, to State) {
 		rec.hook(name, from, to)
 		if first {
 			first = false
@@ -283,7 +284,7 @@ func TestOnChangePanicDoesNotWedge(t *testing.T) {
 		defer func() { _ = recover() }()
 		report(t, b, Failure)
 	}()
-	time.Sleep(2 * time.Millisecond)
+	clk.advance(2 * time.Millisecond)
 	b.State()
 	want := []string{"closed>open", "open>half-open"}
 	if got := rec.transitions(); !equal(got, want) {
@@ -300,7 +301,7 @@ func TestConcurrentHammer(t *testing.T) {
 		mu    sync.Mutex
 		chain []transition
 	)
-	b := New("b", cfg(3, 2, 2*time.Millisecond), func(_ string, from, to State) {
+	b := New("b", cfg(3, 2, 2*time.Millisecond), nil, func(_ string, from, to State) {
 		mu.Lock()
 		chain = append(chain, transition{from, to})
 		mu.Unlock()
@@ -362,14 +363,14 @@ func TestStrings(t *testing.T) {
 			t.Errorf("%d.String() = %q, want %q", int(o), o.String(), want)
 		}
 	}
-	if New("x", cfg(1, 1, time.Second), nil).Name() != "x" {
+	if New("x", cfg(1, 1, time.Second), nil, nil).Name() != "x" {
 		t.Error("Name")
 	}
 }
 
 func TestConfigIsWhatItRunsWith(t *testing.T) {
 	c := cfg(3, 2, 7*time.Second)
-	if got := New("b", c, nil).Config(); got != c {
+	if got := New("b", c, nil, nil).Config(); got != c {
 		t.Fatalf("Config() = %+v, want %+v", got, c)
 	}
 }
@@ -387,7 +388,7 @@ func equal(a, b []string) bool {
 }
 
 func BenchmarkAllowDone(b *testing.B) {
-	br := New("b", cfg(5, 1, time.Second), func(string, State, State) {})
+	br := New("b", cfg(5, 1, time.Second), nil, func(string, State, State) {})
 	b.ReportAllocs()
 	for b.Loop() {
 		done, err := br.Allow()
@@ -399,7 +400,7 @@ func BenchmarkAllowDone(b *testing.B) {
 }
 
 func BenchmarkAllowDoneParallel(b *testing.B) {
-	br := New("b", cfg(5, 1, time.Second), func(string, State, State) {})
+	br := New("b", cfg(5, 1, time.Second), nil, func(string, State, State) {})
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
@@ -413,7 +414,7 @@ func BenchmarkAllowDoneParallel(b *testing.B) {
 }
 
 func BenchmarkAllowRejected(b *testing.B) {
-	br := New("b", cfg(1, 1, time.Hour), nil)
+	br := New("b", cfg(1, 1, time.Hour), nil, nil)
 	done, _ := br.Allow()
 	done(Failure)
 	b.ReportAllocs()
@@ -430,7 +431,7 @@ func BenchmarkAvailable(b *testing.B) {
 		open bool
 	}{{"state=closed", false}, {"state=open", true}} {
 		b.Run(tc.name, func(b *testing.B) {
-			br := New("b", cfg(1, 1, time.Hour), nil)
+			br := New("b", cfg(1, 1, time.Hour), nil, nil)
 			if tc.open {
 				done, _ := br.Allow()
 				done(Failure)
@@ -446,7 +447,7 @@ func BenchmarkAvailable(b *testing.B) {
 }
 
 func BenchmarkAvailableParallel(b *testing.B) {
-	br := New("b", cfg(1, 1, time.Hour), nil)
+	br := New("b", cfg(1, 1, time.Hour), nil, nil)
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/probegate/probegate/breaker"
 	"github.com/probegate/probegate/internal/config"
 	"github.com/probegate/probegate/probe"
 )
@@ -63,5 +64,58 @@ func TestOneClockStampsEveryReport(t *testing.T) {
 				time.Sleep(5 * time.Millisecond)
 			}
 		})
+	}
+}
+
+// TestBreakerFollowsTheProxyClock: Options.Now decides when a backend's
+// breaker may half-open. open_for is a nanosecond and the injected clock
+// stands still, so a breaker that read the wall clock would half-open at
+// once; on the proxy's clock it stays open (clients get 503 without the
+// backend being asked) until that clock moves.
+func TestBreakerFollowsTheProxyClock(t *testing.T) {
+	var healthy atomic.Bool
+	var hits atomic.Int64
+	up := upstream(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		hits.Add(1)
+		if !healthy.Load() {
+			w.WriteHeader(http.StatusInternalServerError)
+			return
+		}
+		_, _ = io.WriteString(w, `{"id":"x"}`)
+	})
+	t0 := time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)
+	var offset atomic.Int64
+	now := func() time.Time { return t0.Add(time.Duration(offset.Load())) }
+	cfg := testConfig(up.URL)
+	cfg.Breaker.OpenFor = config.Duration(time.Nanosecond)
+	tp := startProxy(t, cfg, func(o *Options) { o.Now = now })
+	send := func() int {
+		resp := post(t, tp.url("/v1/completions"), `{"model":"m","prompt":"hi"}`)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for i := range cfg.Breaker.ConsecutiveFailures {
+		if got := send(); got != http.StatusInternalServerError {
+			t.Fatalf("request %d: status %d, want the upstream's 500", i, got)
+		}
+	}
+	healthy.Store(true)
+	before := hits.Load()
+	for i := range 5 { // real time passes; the proxy's clock does not
+		if got := send(); got != http.StatusServiceUnavailable {
+			t.Fatalf("request %d with the breaker open: status %d, want 503", i, got)
+		}
+	}
+	if n := hits.Load() - before; n != 0 {
+		t.Fatalf("the upstream saw %d requests while its breaker was open", n)
+	}
+	offset.Add(int64(2 * time.Nanosecond))
+	if got := send(); got != http.StatusOK {
+		t.Fatalf("after the proxy's clock passed open_for: status %d, want 200 (the half-open trial)", got)
+	}
+	if s := tp.Pool().Backends()[0].brk.State(); s != breaker.Closed {
+		t.Fatalf("breaker %v after a successful trial, want closed", s)
 	}
 }
