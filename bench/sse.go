@@ -4,145 +4,140 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"time"
 )
 
-// Outcome is what the client measured for one request.
-type Outcome struct {
-	Index  int
-	Sent   time.Duration // actual send time from the run's start
-	Lag    time.Duration // Sent - scheduled time
-	TTFT   time.Duration // to the first data frame carrying generated text
-	E2E    time.Duration // to the end of the stream ([DONE])
-	ITLs   []time.Duration
-	Tokens int
-	// PromptTokens is the prompt length the server reported in the
-	// stream's usage frame (0 if it sent none).
-	PromptTokens int
-	// UsageTokens is the completion length the server reported there.
-	UsageTokens int
-	Status      int
-	Err         string
-	Direct      bool
-	Replica     int
-	Step        int
+// This file is the one client that reads completion answers, for the bench
+// (which turns what it saw into an Outcome: outcome.go) and the soak (which
+// classifies why a request failed: bench/cmd/soak). It records what it saw
+// and judges nothing.
+
+// Exchange is what one /v1/completions request saw, from sending to the
+// end of reading. Exactly one of these holds:
+//   - Status == 0: no response arrived; Err is why (the request could not
+//     be built, the connection failed, the client timed out).
+//   - Status != 200: Body holds the start of the answer (up to 512 bytes).
+//   - Status == 200, not streamed: Body holds the whole answer, Err a read
+//     error (nil when it was read to its end).
+//   - Status == 200, streamed: reading stopped at [DONE] (Done), at the
+//     first error frame (ErrorFrame != nil), or because the body ended
+//     (Err is io.EOF for a clean end, another error for a broken one).
+type Exchange struct {
+	// Start is when the request was about to be written; the arrival times
+	// of frames are measured from it.
+	Start time.Time
+	// End is when reading stopped: at [DONE], at the error frame or at the
+	// read error. Zero when no response arrived.
+	End time.Duration
+	// Status is the response's status code; 0 when no response arrived.
+	Status int
+	// Body is the start of a non-200 answer, or a non-streamed 200 answer.
+	Body []byte
+	// Frames are the data frames that carried generated text, in order.
+	Frames []Frame
+	// ErrorFrame is the data of the first frame that is an error object
+	// ({"error":...}); reading stops there.
+	ErrorFrame []byte
+	// Done is true when the stream ended with data: [DONE].
+	Done bool
+	// PromptTokens and CompletionTokens are the counts of the stream's usage
+	// frame (0 when it sent none).
+	PromptTokens, CompletionTokens int
+	// Err is why reading stopped short, as described above; nil otherwise.
+	Err error
 }
 
-// OK reports whether the request succeeded: 200 and a complete stream.
-func (o *Outcome) OK() bool { return o.Err == "" && o.Status == http.StatusOK }
+// Frame is one SSE data frame that carried generated text.
+type Frame struct {
+	At    time.Duration // arrival, from Exchange.Start
+	Texts int           // choices in the frame with non-empty text
+}
 
-// NewHTTPClient returns the shared streaming client of a run: keep-alive,
-// no compression, enough idle connections per host for the run's peak
-// concurrency, idle connections dropped before vLLM's 5 s keep-alive.
-func NewHTTPClient() *http.Client {
-	tr := &http.Transport{
-		Proxy:               nil,
-		DialContext:         (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		MaxIdleConns:        4096,
-		MaxIdleConnsPerHost: 1024,
-		IdleConnTimeout:     4 * time.Second,
-		DisableCompression:  true,
-		ForceAttemptHTTP2:   false,
-		WriteBufferSize:     8 << 10,
-		ReadBufferSize:      8 << 10,
+// Tokens returns how many text-carrying choices the stream delivered (one
+// per generated token with vLLM's default streaming).
+func (x *Exchange) Tokens() int {
+	n := 0
+	for _, f := range x.Frames {
+		n += f.Texts
 	}
-	return &http.Client{Transport: tr}
+	return n
 }
 
-type completionBody struct {
-	Model     string `json:"model"`
-	Prompt    string `json:"prompt"`
-	MaxTokens int    `json:"max_tokens"`
-	Stream    bool   `json:"stream"`
-	IgnoreEOS bool   `json:"ignore_eos"`
-	// StreamOptions asks for the final usage frame (prompt and completion
-	// token counts), as `vllm bench serve` does.
-	StreamOptions streamOptions `json:"stream_options"`
-}
+// errorBodyMax bounds how much of a non-200 answer is kept.
+const errorBodyMax = 512
 
-type streamOptions struct {
-	IncludeUsage bool `json:"include_usage"`
-}
-
-// streamCompletion sends r as a streaming /v1/completions request to base and
-// reads the SSE stream, timing each data frame that carries text. TTFT is
-// measured from just before the request is written to the arrival of the
-// first such frame.
-func streamCompletion(ctx context.Context, c *http.Client, base string, r *Req, o *Outcome) {
-	body, _ := json.Marshal(completionBody{Model: r.Model, Prompt: r.Prompt, MaxTokens: r.MaxTokens, Stream: true, IgnoreEOS: true,
-		StreamOptions: streamOptions{IncludeUsage: true}})
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/completions", bytes.NewReader(body))
+// Post sends body (a /v1/completions request; stream says whether it asks
+// for SSE) to url with c and reads the answer into x. x is reset first; its
+// Frames keep their capacity, so a caller may reuse one Exchange. Frame
+// arrival times are taken as each line is read: the client scans bytes and
+// allocates only to grow Frames, so it stays cheap next to what it
+// measures.
+func Post(ctx context.Context, c *http.Client, url string, body []byte, stream bool, x *Exchange) {
+	*x = Exchange{Frames: x.Frames[:0]}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
-		o.Err = err.Error()
+		x.Start, x.Err = time.Now(), err
 		return
 	}
-	hreq.Header.Set("Content-Type", "application/json")
-	start := time.Now()
-	resp, err := c.Do(hreq)
+	req.Header.Set("Content-Type", "application/json")
+	x.Start = time.Now()
+	resp, err := c.Do(req)
 	if err != nil {
-		o.Err = err.Error()
+		x.Err = err
 		return
 	}
 	defer resp.Body.Close()
-	o.Status = resp.StatusCode
-	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		o.Err = fmt.Sprintf("status %d: %s", resp.StatusCode, bytes.TrimSpace(msg))
+	x.Status = resp.StatusCode
+	switch {
+	case resp.StatusCode != http.StatusOK:
+		x.Body, _ = io.ReadAll(io.LimitReader(resp.Body, errorBodyMax))
+	case !stream:
+		x.Body, x.Err = io.ReadAll(resp.Body)
+	default:
+		x.readStream(resp.Body)
 		return
 	}
-	br := bufio.NewReaderSize(resp.Body, 16<<10)
-	var last time.Time
-	done := false
+	x.End = time.Since(x.Start)
+}
+
+// readStream reads SSE lines until [DONE], the first error frame or the end
+// of the body. A line longer than the reader's buffer is seen in pieces, of
+// which only the first starts with "data: ".
+func (x *Exchange) readStream(r io.Reader) {
+	br := bufio.NewReaderSize(r, 16<<10)
 	for {
 		line, err := br.ReadSlice('\n')
 		if len(line) > 0 {
 			line = bytes.TrimRight(line, "\r\n")
 			if data, ok := bytes.CutPrefix(line, []byte("data: ")); ok {
-				now := time.Now()
+				at := time.Since(x.Start)
 				switch {
 				case bytes.Equal(data, []byte("[DONE]")):
-					done = true
+					x.Done, x.End = true, at
+					return
 				case bytes.HasPrefix(data, []byte(`{"error"`)):
-					o.Err = "stream error: " + string(data)
+					x.ErrorFrame, x.End = bytes.Clone(data), at
+					return
 				case bytes.Contains(data, []byte(`"usage":{`)) && bytes.Contains(data, []byte(`"choices":[]`)):
-					o.PromptTokens = usageInt(data, `"prompt_tokens":`)
-					o.UsageTokens = usageInt(data, `"completion_tokens":`)
+					x.PromptTokens = usageInt(data, `"prompt_tokens":`)
+					x.CompletionTokens = usageInt(data, `"completion_tokens":`)
 				default:
-					n := textTokens(data)
-					if n > 0 {
-						if o.Tokens == 0 {
-							o.TTFT = now.Sub(start)
-						} else {
-							o.ITLs = append(o.ITLs, now.Sub(last))
-						}
-						o.Tokens += n
-						last = now
+					if n := textTokens(data); n > 0 {
+						x.Frames = append(x.Frames, Frame{At: at, Texts: n})
 					}
 				}
 			}
-		}
-		if done {
-			break
 		}
 		if err != nil {
 			if errors.Is(err, bufio.ErrBufferFull) {
 				continue
 			}
-			if o.Err == "" {
-				o.Err = "stream ended before [DONE]: " + err.Error()
-			}
+			x.Err, x.End = err, time.Since(x.Start)
 			return
 		}
-	}
-	o.E2E = time.Since(start)
-	if o.Err == "" && o.Tokens == 0 {
-		o.Err = "no tokens"
 	}
 }
 

@@ -44,7 +44,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -497,47 +496,33 @@ func (s *soaker) explained(cause, ph string, start, end time.Time) bool {
 	return i < len(s.kills) && !s.kills[i].After(to)
 }
 
-// do sends body and returns "" on success or the failure's cause and detail.
+// do sends body with the bench's client (bench.Post) and returns "" on
+// success or the failure's cause and detail.
 func (s *soaker) do(ctx context.Context, body string, stream bool) (cause, detail string) {
-	req, err := http.NewRequestWithContext(ctx, "POST", s.url+"/v1/completions", strings.NewReader(body))
-	if err != nil {
-		return "transport", err.Error()
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := s.hc.Do(req)
-	if err != nil {
-		return transportCause(err) + "_before", err.Error()
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != 200 {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return "status_" + strconv.Itoa(resp.StatusCode), string(b)
-	}
-	if !stream {
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			return transportCause(err), err.Error()
-		}
-		if !bytes.Contains(b, []byte(`"choices"`)) {
-			return "truncated", string(b)
-		}
-		return "", ""
-	}
-	sc := bufio.NewScanner(resp.Body)
-	done := false
-	for sc.Scan() {
-		line := sc.Bytes()
-		switch {
-		case bytes.HasPrefix(line, []byte(`data: {"error"`)):
-			return "error_frame", string(line)
-		case bytes.Equal(line, []byte("data: [DONE]")):
-			done = true
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return transportCause(err), err.Error()
-	}
-	if !done {
+	var x bench.Exchange
+	bench.Post(ctx, s.hc, s.url+"/v1/completions", []byte(body), stream, &x)
+	return classify(&x, stream)
+}
+
+// classify names why an exchange failed ("" if it did not), in the order
+// the failure reached the client: no response ("transport_before",
+// "timeout_before"), an error status ("status_NNN"), an error frame in a
+// 200 stream ("error_frame"), a 200 body that broke ("transport",
+// "timeout") or ended early ("truncated": a stream without [DONE], or a
+// non-streamed answer without choices).
+func classify(x *bench.Exchange, stream bool) (cause, detail string) {
+	switch {
+	case x.Status == 0:
+		return transportCause(x.Err) + "_before", x.Err.Error()
+	case x.Status != http.StatusOK:
+		return "status_" + strconv.Itoa(x.Status), string(x.Body)
+	case x.ErrorFrame != nil:
+		return "error_frame", "data: " + string(x.ErrorFrame)
+	case x.Err != nil && x.Err != io.EOF:
+		return transportCause(x.Err), x.Err.Error()
+	case !stream && !bytes.Contains(x.Body, []byte(`"choices"`)):
+		return "truncated", string(x.Body)
+	case stream && !x.Done:
 		return "truncated", "stream ended without [DONE]"
 	}
 	return "", ""
