@@ -679,6 +679,12 @@ func goFixedConcurrency(ctx context.Context, addr string, conc int, dur time.Dur
 // and reads the RSS again. With profDir set, it also saves the proxy's heap
 // profile with the streams open (profDir/idle_streams.heap.pprof).
 func measureRSS(ctx context.Context, bin, dir string, n int, res *OverheadResult, prog *Progress, profDir string) error {
+	return measureRSSThen(ctx, bin, dir, n, res, prog, profDir, nil)
+}
+
+// measureRSSThen is measureRSS, calling then (if set) with the proxy's
+// admin address while the streams are still open.
+func measureRSSThen(ctx context.Context, bin, dir string, n int, res *OverheadResult, prog *Progress, profDir string, then func(admin string)) error {
 	// The upstream holding the streams runs as a child process (this
 	// executable re-run, see ServeUpstreamIfChild) so that this process
 	// only holds the client ends of the streams.
@@ -763,6 +769,9 @@ func measureRSS(ctx context.Context, bin, dir string, n int, res *OverheadResult
 	res.StreamsOpened = int(opened.Load())
 	time.Sleep(500 * time.Millisecond)
 	res.RSSStreamsMiB = rssMiB(c.cmd.Process.Pid)
+	if then != nil {
+		then(c.admin)
+	}
 	if profDir != "" {
 		if err := fetchProfile(ctx, "http://"+c.admin+"/debug/pprof/heap", filepath.Join(profDir, "idle_streams.heap.pprof"), 10*time.Second); err != nil {
 			return fmt.Errorf("heap profile: %w", err)

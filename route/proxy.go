@@ -95,6 +95,10 @@ type Proxy struct {
 	// those still open when its grace ends, cutting the streams they carry.
 	connsMu sync.Mutex
 	conns   map[net.Conn]struct{}
+	// SSE streams pumped over hijacked client connections (hijack.go),
+	// and whether Shutdown has begun; guarded by connsMu.
+	hijacked map[*bodyStream]struct{}
+	stopping bool
 }
 
 // New builds a Proxy from opts and starts its background loops (scrapes,
@@ -113,6 +117,7 @@ func New(opts Options) (*Proxy, error) {
 		discover: opts.Discover,
 		backends: make(map[string]*Backend),
 		conns:    make(map[net.Conn]struct{}),
+		hijacked: make(map[*bodyStream]struct{}),
 	}
 	if p.now == nil {
 		p.now = time.Now

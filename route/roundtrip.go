@@ -105,6 +105,7 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 		return p.forwardBuffered(ctx, rt, rc, b, resp, up, done, accounting{start: start, firstByte: p.now().Sub(start), status: status, code: status, dec: dec, attempt: attempt, idReplaced: idReplaced, work: work})
 	}
 
+	hijack := hijackable(ctx, resp, sse)
 	s := bodyStreamPool.Get().(*bodyStream)
 	s.p, s.b, s.resp, s.done = p, b, resp, done
 	s.up = resp.BodyStream()
@@ -126,6 +127,9 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 		body := append([]byte(nil), resp.Body()...)
 		s.up = bytes.NewReader(body)
 		size = len(body)
+	}
+	if hijack && p.startHijack(ctx, s) {
+		return failure{}, nil // pumped over the hijacked connection (hijack.go)
 	}
 	ctx.Response.SetBodyStream(s, size)
 	return failure{}, nil

@@ -86,10 +86,11 @@ func (p *Proxy) trackConn(c net.Conn, st fasthttp.ConnState) {
 // upstream request.
 func (p *Proxy) closeClientConns() {
 	p.connsMu.Lock()
-	defer p.connsMu.Unlock()
 	for c := range p.conns {
 		_ = c.Close()
 	}
+	p.connsMu.Unlock()
+	p.cutHijacked()
 }
 
 // handleParseError answers requests fasthttp could not read, in vLLM's
@@ -119,7 +120,7 @@ func (p *Proxy) handleParseError(ctx *fasthttp.RequestCtx, err error) {
 
 // Serve accepts connections on ln until Shutdown.
 func (p *Proxy) Serve(ln net.Listener) error {
-	return p.server.Serve(ln)
+	return p.server.Serve(clientListener{ln})
 }
 
 // shutdownPoll is how often Shutdown checks whether every stream settled:
@@ -136,6 +137,7 @@ const cutSettleWait = time.Second
 // finish until ctx is done, then closes what remains and stops the
 // background loops. It returns ctx.Err() if streams had to be cut.
 func (p *Proxy) Shutdown(ctx context.Context) error {
+	p.beginStop()
 	errc := make(chan error, 1)
 	go func() { errc <- p.server.ShutdownWithContext(ctx) }()
 	t := time.NewTicker(shutdownPoll)

@@ -35,9 +35,20 @@ type bodyStream struct {
 	pending  []byte // error frame still to deliver
 	closed   bool
 	writeBy  lazyDeadline // the client write deadline armed by this stream
+
+	// A stream pumped over the hijacked client connection (hijack.go).
+	hj hijackState
 }
 
-var bodyStreamPool = sync.Pool{New: func() any { return new(bodyStream) }}
+var bodyStreamPool sync.Pool
+
+func init() { bodyStreamPool.New = func() any { return newBodyStream() } }
+
+func newBodyStream() *bodyStream {
+	s := new(bodyStream)
+	s.hj.handler = s.hijacked // bound once: a hijack allocates no closure
+	return s
+}
 
 func (s *bodyStream) Read(p []byte) (int, error) {
 	n, err := s.read(p)
@@ -67,21 +78,28 @@ func (s *bodyStream) read(p []byte) (int, error) {
 	if n > 0 {
 		s.acct.work.sawBytes(s.b, p[:n], s.p.now())
 	}
+	return n, s.ended(err)
+}
+
+// ended records how an upstream read ended: nil goes on, io.EOF is the
+// end of the body; any other error is an upstream failure, returned as is
+// for a non-SSE body (the client sees a truncated body and a closed
+// connection: there is no way to signal an error after the headers) and
+// turned into a pending error frame and nil for SSE.
+func (s *bodyStream) ended(err error) error {
 	switch {
 	case err == nil:
-		return n, nil
+		return nil
 	case errors.Is(err, io.EOF):
 		s.complete = true
-		return n, io.EOF
+		return io.EOF
 	default:
 		s.upErr = err
 		if isTimeout(err) {
 			s.upErr = ErrUpstreamTimeout
 		}
 		if !s.sse {
-			// The client sees a truncated body and a closed connection:
-			// there is no way to signal an error after the headers.
-			return n, err
+			return err
 		}
 		// An SSE client gets the error as a frame, as vLLM sends errors
 		// after the stream started, then a clean end of stream.
@@ -90,7 +108,7 @@ func (s *bodyStream) read(p []byte) (int, error) {
 		f = appendEnvelope(f, st, messageFor(st))
 		f = append(f, "\n\n"...)
 		s.pending = f
-		return n, nil
+		return nil
 	}
 }
 
@@ -100,6 +118,16 @@ func (s *bodyStream) read(p []byte) (int, error) {
 func (s *bodyStream) Close() error {
 	if s.closed {
 		return nil
+	}
+	s.finish()
+	s.recycle()
+	return nil
+}
+
+// finish releases the upstream response and settles accounting, once.
+func (s *bodyStream) finish() {
+	if s.closed {
+		return
 	}
 	s.closed = true
 	_ = s.resp.CloseBodyStream()
@@ -119,10 +147,14 @@ func (s *bodyStream) Close() error {
 		a.code = 499
 	}
 	s.p.settle(s.b, s.done, a)
+}
 
+// recycle returns s to its pool, keeping its bound hijack handler.
+func (s *bodyStream) recycle() {
+	h := s.hj.handler
 	*s = bodyStream{}
+	s.hj.handler = h
 	bodyStreamPool.Put(s)
-	return nil
 }
 
 // outcomeForStatus classifies an upstream status for the breaker: 5xx is a

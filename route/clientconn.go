@@ -1,0 +1,49 @@
+package route
+
+import (
+	"net"
+	"sync/atomic"
+)
+
+// clientListener wraps every accepted client connection in a clientConn,
+// so that a hijacked SSE stream can take the socket over from fasthttp
+// (see hijack.go).
+type clientListener struct{ net.Listener }
+
+func (l clientListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &clientConn{Conn: c}, nil
+}
+
+// clientConn is a client connection as fasthttp sees it. Once detached,
+// Close leaves the socket open: fasthttp closes a hijacked connection
+// when its hijack handler returns (and only then returns the connection's
+// read buffer to its pool), while the stream goes on over the socket.
+// A detached clientConn is never used again; a connection given back to
+// the server gets a new one. pre holds bytes read from the socket before
+// it was handed over (a pipelined request), served first.
+type clientConn struct {
+	net.Conn
+	detached atomic.Bool
+	pre      []byte
+}
+
+func (c *clientConn) Read(b []byte) (int, error) {
+	if len(c.pre) > 0 {
+		n := copy(b, c.pre)
+		c.pre = c.pre[n:]
+		return n, nil
+	}
+	return c.Conn.Read(b)
+}
+
+// Close closes the socket unless the connection was detached.
+func (c *clientConn) Close() error {
+	if c.detached.Load() {
+		return nil
+	}
+	return c.Conn.Close()
+}

@@ -1,0 +1,321 @@
+package route
+
+import (
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// An SSE stream is pumped over the hijacked client connection rather than
+// written by fasthttp, so that an idle stream holds no buffer: fasthttp's
+// response writer would hold the server goroutine (its stack grown by the
+// whole request path), the connection's read and write buffers, the
+// RequestCtx with the request body, and a 4 KiB copy buffer for the whole
+// stream. Hijacked, the stream holds a small goroutine and the upstream
+// response; it waits for the next upstream chunk with a zero-length read
+// and takes a buffer from a pool only to move a chunk. When the stream
+// ends cleanly, the connection goes back to the server (Server.ServeConn)
+// once the client's next request arrives: keep-alive is kept, and the wait
+// in between holds no buffer either.
+//
+// What the client sees is what fasthttp wrote before: the same header
+// block (rendered by fasthttp), chunked framing, one chunk per upstream
+// read, the terminating chunk, and the connection kept alive. Two things
+// differ: the header block is sent at once rather than with the first
+// frame, and an HTTP/1.0 client, a request that asks to close the
+// connection, a HEAD request, an upstream body that is not chunked, or a
+// stream that starts during Shutdown keep fasthttp's writer (hijackable).
+
+// hijackState is the part of a bodyStream pumped over a hijacked client
+// connection.
+type hijackState struct {
+	handler fasthttp.HijackHandler // s.hijacked, bound once per pooled stream
+	head    *[]byte                // response header block, written first
+	cc      *clientConn            // the connection as fasthttp holds it
+	raw     net.Conn               // its socket, which the pump writes to
+	phase   atomic.Int32
+}
+
+// Phases of a hijacked stream; only the CAS from hijackPending decides
+// who settles a stream whose hijack handler has not run yet.
+const (
+	hijackPending   int32 = iota // handed to fasthttp; its hijack handler has not run
+	hijackStreaming              // the pump owns the stream
+	hijackParked                 // settled; waiting for the client's next request
+	hijackCut                    // Shutdown's cut settled it before it started
+)
+
+// Chunk framing around a pump buffer: room for the size line before the
+// data ("4000\r\n") and for the CRLF and the last chunk ("\r\n0\r\n\r\n")
+// after it.
+const (
+	pumpBufSize = 16 << 10
+	chunkRoom   = 8
+	chunkTail   = 8
+)
+
+var (
+	pumpBufPool = sync.Pool{New: func() any { b := make([]byte, pumpBufSize); return &b }}
+	headBufPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+)
+
+// hijackable reports whether the stream of resp can be pumped over the
+// hijacked client connection: an SSE body with chunked framing, to an
+// HTTP/1.1 client that keeps the connection alive.
+func hijackable(ctx *fasthttp.RequestCtx, resp *fasthttp.Response, sse bool) bool {
+	_, ok := ctx.Conn().(*clientConn)
+	return ok && sse && resp.BodyStream() != nil && resp.Header.ContentLength() == -1 &&
+		!ctx.IsHead() && ctx.Request.Header.IsHTTP11() && !ctx.Request.Header.ConnectionClose() &&
+		!ctx.Response.Header.ConnectionClose()
+}
+
+// startHijack renders the response header block of s and asks fasthttp to
+// hand over the client connection once the handler returns. It reports
+// false (nothing changed) when the proxy is shutting down: fasthttp then
+// writes the stream and closes the connection after it. The caller must
+// not touch s after a true return.
+func (p *Proxy) startHijack(ctx *fasthttp.RequestCtx, s *bodyStream) bool {
+	h := &ctx.Response.Header
+	h.SetContentLength(-1)
+	if len(h.Server()) == 0 && p.server.Name != "" {
+		h.SetServer(p.server.Name) // as the server adds to what it writes
+	}
+	buf := headBufPool.Get().(*[]byte)
+	*buf = h.AppendBytes((*buf)[:0])
+	s.hj.head = buf
+	s.hj.cc = ctx.Conn().(*clientConn)
+	s.hj.raw = s.hj.cc.Conn
+	s.hj.phase.Store(hijackPending)
+	if !p.addHijacked(s) {
+		headBufPool.Put(buf)
+		s.hj.head = nil
+		return false
+	}
+	ctx.HijackSetNoResponse(true)
+	ctx.Hijack(s.hj.handler)
+	return true
+}
+
+// hijacked is the hijack handler, run by fasthttp on a goroutine of its
+// own after the request handler returned; c reads what fasthttp's reader
+// buffered before the socket. It takes those bytes, detaches the
+// connection (so that fasthttp's Close after this returns leaves the
+// socket open), starts the pump on a fresh goroutine and returns, so that
+// fasthttp releases the RequestCtx (and the request body) and its read
+// buffer at once.
+func (s *bodyStream) hijacked(c net.Conn) {
+	if !s.hj.phase.CompareAndSwap(hijackPending, hijackStreaming) {
+		return // Shutdown's cut closed the connection and settled s
+	}
+	pre, keep := pipelined(c, s.hj.cc)
+	s.hj.cc.detached.Store(true)
+	s.hj.cc = nil
+	s.client = s.hj.raw
+	go s.pump(pre, keep)
+}
+
+// pipelined returns what the client sent after its request and fasthttp
+// already buffered (a pipelined request), without waiting for more: the
+// socket's read deadline is put in the past, so that reads of hjc return
+// only buffered bytes. keep is false when the client's end is already
+// closed or failed: the connection must not serve another request.
+func pipelined(hjc, raw net.Conn) (pre []byte, keep bool) {
+	if hjc == raw {
+		return nil, true
+	}
+	if raw.SetReadDeadline(time.Unix(1, 0)) != nil {
+		return nil, false
+	}
+	var tmp [512]byte
+	for {
+		n, err := hjc.Read(tmp[:])
+		pre = append(pre, tmp[:n]...)
+		if err != nil {
+			keep = isTimeout(err)
+			break
+		}
+		if n == 0 {
+			keep = true
+			break
+		}
+	}
+	if raw.SetReadDeadline(time.Time{}) != nil {
+		keep = false
+	}
+	return pre, keep
+}
+
+// pump writes the header block, then each upstream chunk as it arrives,
+// then the last chunk; it settles the request and, after a clean end,
+// gives the connection back to the server. While the upstream is silent it
+// holds no buffer (see wait).
+func (s *bodyStream) pump(pre []byte, keep bool) {
+	s.writeBy.forget() // fasthttp cleared the deadlines when it let go
+	ok := s.write(*s.hj.head)
+	headBufPool.Put(s.hj.head)
+	s.hj.head = nil
+	for ok {
+		s.wait()
+		buf := pumpBufPool.Get().(*[]byte)
+		b := *buf
+		n, err := s.read(b[chunkRoom : len(b)-chunkTail])
+		start, end := chunkRoom, chunkRoom+n
+		if n > 0 {
+			start = chunkSizeLine(b, n)
+			end += copy(b[end:], "\r\n")
+		}
+		switch {
+		case err == nil:
+		case errors.Is(err, io.EOF):
+			end += copy(b[end:], "0\r\n\r\n")
+		default:
+			ok = false // not SSE: never hijacked; cut rather than end cleanly
+		}
+		if ok && end > start {
+			ok = s.write(b[start:end])
+		}
+		pumpBufPool.Put(buf)
+		if err != nil {
+			break
+		}
+	}
+	s.finish()
+	s.p.afterStream(s, pre, ok && keep)
+}
+
+// wait blocks until the upstream body has more to read, ended or failed,
+// holding no buffer: a zero-length Read of fasthttp's chunked body reader
+// returns once the next chunk's size line has arrived (or the last chunk,
+// or an error, such as upstream.idle_timeout passing). Should a reader
+// return at once instead, the next read waits with a buffer: slower to
+// shrink, never wrong.
+func (s *bodyStream) wait() {
+	if len(s.pending) > 0 || s.complete || s.upErr != nil {
+		return
+	}
+	_, err := s.up.Read(nil)
+	_ = s.ended(err)
+}
+
+// write writes b to the client within upstream.idle_timeout (see
+// lazyDeadline), as fasthttp's writer did per chunk.
+func (s *bodyStream) write(b []byte) bool {
+	if t, ok := s.writeBy.due(time.Now(), s.idle); ok {
+		s.writeBy.armed(s.client.SetWriteDeadline(t), t)
+	}
+	_, err := s.client.Write(b)
+	return err == nil
+}
+
+// chunkSizeLine writes the chunk size line of an n-byte chunk just before
+// b[chunkRoom:] and returns where it starts.
+func chunkSizeLine(b []byte, n int) int {
+	const hex = "0123456789abcdef"
+	i := chunkRoom - 2
+	b[i], b[i+1] = '\r', '\n'
+	for {
+		i--
+		b[i] = hex[n&0xf]
+		n >>= 4
+		if n == 0 {
+			return i
+		}
+	}
+}
+
+// afterStream ends a settled hijacked stream: a clean end gives the
+// connection back to the server once the client's next request arrives
+// (waiting for it holds no buffer and is bounded by the keep-alive idle
+// time); anything else, or a shutdown, closes it.
+func (p *Proxy) afterStream(s *bodyStream, pre []byte, keep bool) {
+	raw := s.hj.raw
+	if keep && len(pre) == 0 {
+		if keep = p.parkHijacked(s); keep {
+			keep = waitReadable(raw, clientIdleTimeout)
+		}
+	}
+	if !p.dropHijacked(s) {
+		keep = false // shutting down
+	}
+	s.recycle()
+	if !keep {
+		_ = raw.Close()
+		return
+	}
+	c := &clientConn{Conn: raw, pre: pre}
+	p.trackConn(c, fasthttp.StateNew)
+	_ = p.server.ServeConn(c) // closes c and reports StateClosed when done
+}
+
+// addHijacked registers a stream about to be hijacked, unless the proxy is
+// shutting down.
+func (p *Proxy) addHijacked(s *bodyStream) bool {
+	p.connsMu.Lock()
+	defer p.connsMu.Unlock()
+	if p.stopping {
+		return false
+	}
+	p.hijacked[s] = struct{}{}
+	return true
+}
+
+// parkHijacked marks a settled stream's connection idle, unless the proxy
+// is shutting down.
+func (p *Proxy) parkHijacked(s *bodyStream) bool {
+	p.connsMu.Lock()
+	defer p.connsMu.Unlock()
+	if p.stopping {
+		return false
+	}
+	s.hj.phase.Store(hijackParked)
+	return true
+}
+
+// dropHijacked forgets a stream and reports whether its connection may
+// serve more requests (the proxy is not shutting down).
+func (p *Proxy) dropHijacked(s *bodyStream) bool {
+	p.connsMu.Lock()
+	defer p.connsMu.Unlock()
+	delete(p.hijacked, s)
+	return !p.stopping
+}
+
+// beginStop marks the proxy as shutting down and closes the hijacked
+// connections that wait for a next request (fasthttp closes its own idle
+// ones).
+func (p *Proxy) beginStop() {
+	p.connsMu.Lock()
+	defer p.connsMu.Unlock()
+	p.stopping = true
+	for s := range p.hijacked {
+		if s.hj.phase.Load() == hijackParked {
+			_ = s.hj.raw.Close()
+		}
+	}
+}
+
+// cutHijacked closes every hijacked connection (Shutdown's grace is over)
+// and settles the streams whose hijack handler had not run yet; those are
+// not recycled, since fasthttp may still call it.
+func (p *Proxy) cutHijacked() {
+	var claimed []*bodyStream
+	p.connsMu.Lock()
+	for s := range p.hijacked {
+		_ = s.hj.raw.Close()
+		if s.hj.phase.CompareAndSwap(hijackPending, hijackCut) {
+			claimed = append(claimed, s)
+			delete(p.hijacked, s)
+		}
+	}
+	p.connsMu.Unlock()
+	for _, s := range claimed {
+		headBufPool.Put(s.hj.head)
+		s.hj.head = nil
+		s.finish()
+	}
+}
