@@ -41,6 +41,10 @@ func sseUpstream(n int, gap time.Duration) http.HandlerFunc {
 }
 
 func TestStreamsFramesAsTheyArrive(t *testing.T) {
+	bothStreamPaths(t, testStreamsFramesAsTheyArrive)
+}
+
+func testStreamsFramesAsTheyArrive(t *testing.T, post postFunc) {
 	up := upstream(t, sseUpstream(5, 150*time.Millisecond))
 	tp := startProxy(t, testConfig(up.URL))
 
@@ -362,6 +366,12 @@ func Test429IsNotABreakerFailure(t *testing.T) {
 }
 
 func TestClientDisconnectClosesUpstreamStream(t *testing.T) {
+	for _, hdr := range []string{"", "Connection: close\r\n"} {
+		t.Run(streamPathName(hdr), func(t *testing.T) { testClientDisconnectClosesUpstreamStream(t, hdr) })
+	}
+}
+
+func testClientDisconnectClosesUpstreamStream(t *testing.T, hdr string) {
 	upstreamGone := make(chan struct{})
 	up := upstream(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
@@ -385,7 +395,7 @@ func TestClientDisconnectClosesUpstreamStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fmt.Fprintf(conn, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 15\r\n\r\n{\"stream\":true}")
+	fmt.Fprintf(conn, "POST /v1/completions HTTP/1.1\r\nHost: x\r\n%sContent-Type: application/json\r\nContent-Length: 15\r\n\r\n{\"stream\":true}", hdr)
 	br := bufio.NewReader(conn)
 	if _, err := br.ReadString('\n'); err != nil {
 		t.Fatal(err)
@@ -409,6 +419,10 @@ func TestClientDisconnectClosesUpstreamStream(t *testing.T) {
 }
 
 func TestGracefulShutdownFinishesStreams(t *testing.T) {
+	bothStreamPaths(t, testGracefulShutdownFinishesStreams)
+}
+
+func testGracefulShutdownFinishesStreams(t *testing.T, post postFunc) {
 	up := upstream(t, sseUpstream(6, 100*time.Millisecond))
 	cfg := testConfig(up.URL)
 	p, err := New(Options{Config: cfg})
@@ -447,6 +461,10 @@ func TestGracefulShutdownFinishesStreams(t *testing.T) {
 }
 
 func TestIdleTimeoutCutsSilentStreamWithErrorFrame(t *testing.T) {
+	bothStreamPaths(t, testIdleTimeoutCutsSilentStreamWithErrorFrame)
+}
+
+func testIdleTimeoutCutsSilentStreamWithErrorFrame(t *testing.T, post postFunc) {
 	up := upstream(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		fmt.Fprint(w, "data: {\"first\":1}\n\n")

@@ -62,6 +62,9 @@ const (
 var (
 	pumpBufPool = sync.Pool{New: func() any { b := make([]byte, pumpBufSize); return &b }}
 	headBufPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+	// pumpBufsHeld counts the pump buffers taken and not yet returned:
+	// what the streams hold beyond their upstream response.
+	pumpBufsHeld atomic.Int64
 )
 
 // hijackable reports whether the stream of resp can be pumped over the
@@ -162,6 +165,7 @@ func (s *bodyStream) pump(pre []byte, keep bool) {
 	for ok {
 		s.wait()
 		buf := pumpBufPool.Get().(*[]byte)
+		pumpBufsHeld.Add(1)
 		b := *buf
 		n, err := s.read(b[chunkRoom : len(b)-chunkTail])
 		start, end := chunkRoom, chunkRoom+n
@@ -180,6 +184,7 @@ func (s *bodyStream) pump(pre []byte, keep bool) {
 			ok = s.write(b[start:end])
 		}
 		pumpBufPool.Put(buf)
+		pumpBufsHeld.Add(-1)
 		if err != nil {
 			break
 		}
