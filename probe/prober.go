@@ -17,8 +17,12 @@ type ProberConfig struct {
 	// answered. Ignored when AutoHedge is set. A value >= Deadline disables
 	// timed hedging (hedges are still sent when every probe has failed).
 	HedgeAfter time.Duration
-	// AutoHedge derives HedgeAfter from the p95 of recent probe round trips,
-	// clamped to [200µs, Deadline] (see hedge.go).
+	// AutoHedge derives the hedge delay of each Run from recent probe round
+	// trips, clamped to [200µs, Deadline], so that about 5% of the Runs
+	// that wait hedge: the quantile of one round trip that the wait for
+	// the Run's quorum exceeds 5% of the time (the p95 when it waits on one
+	// probe, about the p97.5 when it waits for both of two; see
+	// hedge_level.go and hedge.go).
 	AutoHedge bool
 	Hedges    int           // spares probed after HedgeAfter; 0 disables hedging
 	Quorum    int           // answers to wait for; 0 = config.DefaultQuorum(len(cands))
@@ -82,11 +86,16 @@ func NewProber(cfg ProberConfig, f Fetcher, obs Observer, now func() time.Time) 
 // Config returns the configuration the Prober runs with.
 func (p *Prober) Config() ProberConfig { return p.cfg }
 
-// HedgeAfter returns the hedge delay the next Run will use (the auto
-// estimate when AutoHedge is set).
-func (p *Prober) HedgeAfter() time.Duration {
+// HedgeAfter returns the hedge delay the next Run waiting on a single probe
+// will use (the auto estimate when AutoHedge is set).
+func (p *Prober) HedgeAfter() time.Duration { return p.HedgeAfterFor(1, 1) }
+
+// HedgeAfterFor returns the hedge delay of a Run that waits for need
+// answers out of waiting probes in flight: HedgeAfter when it is fixed,
+// else the auto estimate for that wait.
+func (p *Prober) HedgeAfterFor(waiting, need int) time.Duration {
 	if p.cfg.AutoHedge {
-		return p.est.HedgeAfter()
+		return p.est.HedgeAfterFor(waiting, need)
 	}
 	return p.cfg.HedgeAfter
 }
@@ -130,9 +139,11 @@ const maxWaits = 16
 // no probe it waits for can still answer, or at Deadline, whichever is
 // first; it never waits past Deadline or past ctx's own deadline.
 //
-// After HedgeAfter without a quorum (or at once, when every probe has
+// After the hedge delay without a quorum (or at once, when every probe has
 // already failed), it probes up to Hedges more backends taken in order from
-// spares, skipping (and counting as known) those that are fresh.
+// spares, skipping (and counting as known) those that are fresh. The delay
+// is HedgeAfterFor(probes in flight, answers still needed) once the probes
+// are sent: with AutoHedge, the longer the quorum's wait, the later.
 //
 // A probe runs for at most Deadline from when it was sent, under its own
 // context: it is cancelled when every Run waiting for it has returned
@@ -219,7 +230,7 @@ func (p *Prober) Run(ctx context.Context, cands, spares []*State) Result {
 		return used
 	}
 	var hedgeC <-chan time.Time
-	if ha := p.HedgeAfter(); hedgesLeft > 0 && len(spares) > 0 && ha < p.cfg.Deadline {
+	if ha := p.HedgeAfterFor(outstanding, quorum-known); hedgesLeft > 0 && len(spares) > 0 && ha < p.cfg.Deadline {
 		t := time.NewTimer(ha)
 		defer t.Stop()
 		hedgeC = t.C

@@ -26,7 +26,9 @@ func UpdateRate(prev, r float64) float64 {
 }
 
 // HedgeEstimator is the Prober's auto hedge_after estimator (see
-// hedgeEstimator): the p95 of recent probe round trips, clamped to
+// hedgeEstimator): for a Run waiting for need answers out of waiting probes,
+// the HedgeLevel(waiting, need, 0.95) quantile of recent probe round trips
+// (the p95 for one probe, about the p97.5 for both of two), clamped to
 // [200µs, deadline], half the deadline until enough samples. It is safe for
 // concurrent use.
 type HedgeEstimator struct{ e *hedgeEstimator }
@@ -39,5 +41,11 @@ func NewHedgeEstimator(deadline time.Duration) *HedgeEstimator {
 // Observe records the round trip of a probe that answered.
 func (h *HedgeEstimator) Observe(rtt time.Duration) { h.e.Observe(rtt) }
 
-// HedgeAfter returns the current estimate.
+// HedgeAfter returns the current estimate for a Run waiting on one probe.
 func (h *HedgeEstimator) HedgeAfter() time.Duration { return h.e.HedgeAfter() }
+
+// HedgeAfterFor returns the current estimate for a Run waiting for need
+// answers out of waiting probes in flight, as Prober.Run uses it.
+func (h *HedgeEstimator) HedgeAfterFor(waiting, need int) time.Duration {
+	return h.e.HedgeAfterFor(waiting, need)
+}

@@ -15,8 +15,12 @@ import (
 // candidates whose report is younger than FreshFor are skipped and count as
 // known; the others are probed at once; after HedgeAfter without a quorum (or
 // at once when nothing is left in flight) up to Hedges spares are probed;
-// Run returns at Quorum answers or at Deadline, and probes still in flight
-// then are cancelled (their answers are lost).
+// Run returns at Quorum answers or at Deadline. The hedge delay is the
+// production rule for the Run's wait (probe.HedgeEstimator.HedgeAfterFor:
+// probes in flight, answers still needed). Probes still in flight at the
+// decision are not waited for; those that would answer within their own
+// deadline are observed by the estimator, as production observes late
+// answers (observeLate).
 //
 // probe.Prober.Run itself waits on goroutines and timers, which a
 // single-threaded event loop cannot advance, so the exchange is resolved
@@ -84,7 +88,7 @@ func (p *vprober) Run(_ context.Context, cands, spares []*probe.State) probe.Res
 	deadline := p.cfg.Deadline
 	hedgesLeft := p.cfg.Hedges
 	hedgeAt := time.Duration(-1)
-	if ha := p.hedgeAfter(); hedgesLeft > 0 && len(spares) > 0 && ha < deadline {
+	if ha := p.hedgeAfter(len(p.pend), quorum-known); hedgesLeft > 0 && len(spares) > 0 && ha < deadline {
 		hedgeAt = ha
 	}
 	hedge := func(now time.Duration) bool {
@@ -142,6 +146,7 @@ func (p *vprober) Run(_ context.Context, cands, spares []*probe.State) probe.Res
 			n := p.outstanding()
 			res.TimedOut += n
 			p.stats.Timeout += int64(n)
+			p.observeLate() // a hedge sent late may answer within its own deadline
 			for i := range p.pend {
 				p.pend[i].done = true
 			}
@@ -149,6 +154,7 @@ func (p *vprober) Run(_ context.Context, cands, spares []*probe.State) probe.Res
 	}
 	res.Cancelled = p.outstanding()
 	p.stats.Cancelled += int64(res.Cancelled)
+	p.observeLate()
 	res.Waited = now
 	p.rep.clock.offset = now
 	return res
@@ -164,11 +170,31 @@ func (p *vprober) outstanding() int {
 	return n
 }
 
-func (p *vprober) hedgeAfter() time.Duration {
+// hedgeAfter is probe.Prober.HedgeAfterFor: the delay of a Run waiting for
+// need answers out of waiting probes in flight.
+func (p *vprober) hedgeAfter(waiting, need int) time.Duration {
 	if p.cfg.AutoHedge {
-		return p.est.HedgeAfter()
+		return p.est.HedgeAfterFor(waiting, need)
 	}
 	return p.cfg.HedgeAfter
+}
+
+// observeLate gives the hedge estimator the round trips of the probes left
+// in flight at the decision that would have answered within their own
+// deadline: production's fetcher cannot abandon a request in flight, so
+// such a late answer still arrives and is observed (probe.Prober.fly).
+// Leaving them out would bias the estimate towards the fast probes, the
+// more so the more Runs hedge. The observation is made at the decision
+// rather than at the answer's arrival (the same sample, a few hundred
+// microseconds early); the late answer itself is not Reported (at 1,024
+// pods, the chance that the replica samples that pod again while the
+// report is fresh is negligible).
+func (p *vprober) observeLate() {
+	for i := range p.pend {
+		if pe := &p.pend[i]; !pe.done && pe.at-pe.sent <= p.cfg.Deadline {
+			p.est.Observe(pe.at - pe.sent)
+		}
+	}
 }
 
 // fresh is probe.Prober's freshness rule: a report younger than FreshFor.
