@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -151,6 +152,69 @@ func TestEventQueueOrder(t *testing.T) {
 		if got[i] != want[i] {
 			t.Fatalf("order %v, want %v", got, want)
 		}
+	}
+}
+
+// TestEventQueueLanes: events scheduled in the FIFO lanes, in or out of
+// time order, interleaved with heap events and pops as the simulation does
+// (time never goes back), come out exactly as from one ordered list.
+func TestEventQueueLanes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var q eventQueue
+	var ref []event // the reference: every pending event, popped by a scan
+	refPop := func() event {
+		m := 0
+		for i := range ref {
+			if ref[i].before(&ref[m]) {
+				m = i
+			}
+		}
+		e := ref[m]
+		ref = append(ref[:m], ref[m+1:]...)
+		return e
+	}
+	now, pops, lane := time.Duration(0), 0, 0
+	for i := range 10000 {
+		var e event
+		switch r := rng.IntN(10); {
+		case r < 5:
+			if q.len() != len(ref) {
+				t.Fatalf("len %d, want %d", q.len(), len(ref))
+			}
+			if len(ref) == 0 {
+				continue
+			}
+			got, want := q.pop(), refPop()
+			if got.seq != want.seq || got.a != want.a {
+				t.Fatalf("pop %d: got (at %v seq %d), want (at %v seq %d)", pops, got.at, got.seq, want.at, want.seq)
+			}
+			now = got.at
+			pops++
+			continue
+		case r < 7:
+			e = event{at: now + time.Duration(rng.IntN(50)), a: int32(i)}
+			q.push(e)
+		case r < 8:
+			e = event{at: now + 7, a: int32(i)} // a constant delay
+			q.pushLane(laneScrapeDeliver, e)
+			lane++
+		default:
+			// Mostly in order, sometimes earlier than the lane's tail.
+			e = event{at: now + time.Duration(rng.IntN(30)), a: int32(i)}
+			q.pushLane(laneScrapeIssue, e)
+			lane++
+		}
+		e.seq = q.seq
+		ref = append(ref, e)
+	}
+	for len(ref) > 0 {
+		if got, want := q.pop(), refPop(); got.seq != want.seq {
+			t.Fatalf("drain: got seq %d, want %d", got.seq, want.seq)
+		}
+		pops++
+	}
+	if q.len() != 0 || pops < 3000 || lane < 2000 {
+		t.Fatalf("len %d after %d pops, %d lane pushes", q.len(), pops, lane)
 	}
 }
 

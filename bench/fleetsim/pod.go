@@ -31,6 +31,11 @@ type pod struct {
 	events   []vllmsim.Event // copy of the step's events (the engine reuses its slice)
 	baseName string
 	maxLoRA  int
+	// The engine's state as of its last change (add, step), read by every
+	// scrape, probe, ORCA header and oracle view: kept here, beside the
+	// fields a read touches anyway, rather than behind two more pointers.
+	running, waiting int
+	kvUse            float64
 
 	// Pod-side cost counters.
 	probes, scrapes int64
@@ -49,7 +54,9 @@ func newPod(idx int, cfg vllmsim.Config, slowdown float64) (*pod, error) {
 	}
 	e.SetSlowdown(slowdown)
 	c := e.Config()
-	return &pod{idx: idx, eng: e, baseName: c.Model, maxLoRA: c.MaxLoRAs}, nil
+	p := &pod{idx: idx, eng: e, baseName: c.Model, maxLoRA: c.MaxLoRAs}
+	p.sync()
+	return p, nil
 }
 
 // add queues r at now. It returns whether a step must be started (the
@@ -61,6 +68,7 @@ func (p *pod) add(r *request, now time.Duration) (startStep bool, err error) {
 	if err := p.eng.AddAt(&r.er, now); err != nil {
 		return false, err
 	}
+	p.sync()
 	p.window++
 	return !p.stepping, nil
 }
@@ -70,6 +78,7 @@ func (p *pod) add(r *request, now time.Duration) (startStep bool, err error) {
 func (p *pod) step(now time.Duration) (time.Duration, bool) {
 	p.eng.AdvanceTo(now)
 	res := p.eng.Step()
+	p.sync()
 	if res.Idle {
 		p.stepping = false
 		return 0, false
@@ -79,11 +88,17 @@ func (p *pod) step(now time.Duration) (time.Duration, bool) {
 	return p.eng.Now(), true
 }
 
+// sync copies the engine's state after a change (AddAt, Step: nothing
+// else changes it).
+func (p *pod) sync() {
+	p.running, p.waiting, p.kvUse = p.eng.Running(), p.eng.Waiting(), p.eng.KVUse()
+}
+
 // load is the report the pod's /metrics would give now (probe.endpoint
 // metrics: running, waiting, KV use, the base model; no /load count).
 func (p *pod) load(at time.Time, src probe.Source) probe.Load {
 	return probe.Load{
-		Running: p.eng.Running(), Waiting: p.eng.Waiting(), KVUse: p.eng.KVUse(), ServerLoad: -1,
+		Running: p.running, Waiting: p.waiting, KVUse: p.kvUse, ServerLoad: -1,
 		MaxLoRA: p.maxLoRA, BaseModel: p.baseName, At: at, Source: src,
 	}
 }
@@ -91,5 +106,5 @@ func (p *pod) load(at time.Time, src probe.Source) probe.Load {
 // orca is the endpoint-load-metrics header vLLM sends on a non-streaming
 // response: waiting requests and KV use only.
 func (p *pod) orca(at time.Time) probe.Load {
-	return probe.Load{Running: -1, Waiting: p.eng.Waiting(), KVUse: p.eng.KVUse(), ServerLoad: -1, At: at, Source: probe.SourceORCA}
+	return probe.Load{Running: -1, Waiting: p.waiting, KVUse: p.kvUse, ServerLoad: -1, At: at, Source: probe.SourceORCA}
 }

@@ -189,10 +189,10 @@ type oracleViews struct {
 func (o oracleViews) View(b *route.Backend, now time.Time, _ time.Duration) probe.View {
 	st := b.State()
 	p := o.s.pods[o.r.podOf[st]]
-	w := p.eng.Waiting()
+	w := p.waiting
 	pre, dec, ns := st.Work()
 	return probe.View{
-		Queue: float64(p.eng.Running() + w), Waiting: w, KVUse: p.eng.KVUse(),
+		Queue: float64(p.running + w), Waiting: w, KVUse: p.kvUse,
 		MaxLoRA: p.maxLoRA, BaseModel: p.baseName, Source: probe.SourceOracle, Inflight: st.Inflight(),
 		PrefillTokens: pre, DecodeTokens: dec, NsPerToken: ns, PrefillRequests: st.View(now, 0).PrefillRequests,
 	}

@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -31,7 +32,16 @@ func main() {
 	crossover := fs.Bool("crossover", true, "run the pod-side cost series (ignored with -quick)")
 	validate := fs.Bool("validate", false, "replay the live bench's replicas scenario (8 pods, R 1/4/8) instead of the sweep")
 	live := fs.String("live", "", "with -validate: comma-separated live bench results.json files (their seeds and capacities set the replayed runs)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (read with go tool pprof)")
 	_ = fs.Parse(os.Args[1:])
+
+	if *cpuProfile != "" {
+		stop, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			fail(err)
+		}
+		defer stop()
+	}
 
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		fail(err)
@@ -130,4 +140,23 @@ func ints(s string, def []int) ([]int, error) {
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "fleetsim:", err)
 	os.Exit(1)
+}
+
+// startCPUProfile starts profiling the process's CPU into path; the
+// returned function stops it and closes the file.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, "fleetsim: cpu profile:", err)
+		}
+	}, nil
 }
