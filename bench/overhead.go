@@ -773,7 +773,7 @@ func measureRSSThen(ctx context.Context, bin, dir string, n int, res *OverheadRe
 		then(c.admin)
 	}
 	if profDir != "" {
-		if err := fetchProfile(ctx, "http://"+c.admin+"/debug/pprof/heap", filepath.Join(profDir, "idle_streams.heap.pprof"), 10*time.Second); err != nil {
+		if err := fetchProfile(ctx, "http://"+c.admin+"/debug/pprof/heap?gc=1", filepath.Join(profDir, "idle_streams.heap.pprof"), 10*time.Second); err != nil {
 			return fmt.Errorf("heap profile: %w", err)
 		}
 	}
