@@ -123,7 +123,7 @@ func (p *Proxy) newBackend(addr, url string, tls bool, cfg *config.Config) *Back
 		conns:  conns,
 		prefix: newPrefixTable(cfg.Route.Prefix.EntriesPerBackend),
 	}
-	b.brk = breaker.New(addr, cfg.Breaker, p.now, func(name string, from, to breaker.State) {
+	b.brk = breaker.New(addr, cfg.Breaker, p.brkNow, func(name string, from, to breaker.State) {
 		ev := p.log.Warn()
 		if to == breaker.Closed {
 			ev = p.log.Info()

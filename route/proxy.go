@@ -60,8 +60,12 @@ type Options struct {
 // Serve, reload with Reload, stop with Shutdown. Safe for concurrent use.
 type Proxy struct {
 	// Immutable after New.
-	log      zerolog.Logger
-	now      func() time.Time
+	log zerolog.Logger
+	now func() time.Time
+	// brkNow is Options.Now as given, for the breakers: nil when the proxy
+	// runs on the time package, so they take the monotonic clock's fast
+	// path (the same clock as time.Now's).
+	brkNow   func() time.Time
 	rand     Rand
 	lookup   func(ctx context.Context, host string) ([]string, error)
 	fetcher  probe.Fetcher
@@ -110,6 +114,7 @@ func New(opts Options) (*Proxy, error) {
 	p := &Proxy{
 		log:      opts.Logger,
 		now:      opts.Now,
+		brkNow:   opts.Now,
 		rand:     opts.Rand,
 		lookup:   opts.LookupHost,
 		fetcher:  opts.Fetcher,
