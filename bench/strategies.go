@@ -33,7 +33,8 @@ var AllStrategies = []string{RoundRobin, Random, LeastInflight, Cached, CachedAd
 
 // ExtraStrategies are diagnostic variants of probe, accepted by
 // -strategies but not run by default (names outside DESIGN.md's list):
-// probe_d3 (route.d 3), probe_q2 (probe.quorum 2: wait for both answers),
+// probe_d3 (route.d 3), probe_d3q3, probe_d4q4, probe_d8q8 (route.d 3, 4 or 8
+// with probe.quorum = d: decide on every candidate's answer), probe_q2 (probe.quorum 2: wait for both answers),
 // probe_load (probe.endpoint load: the cheap /load endpoint), probe_jsq
 // (probe scoring on queue alone: weights kv 0), oracle_jsq (the oracle
 // scoring on queue alone: join-the-shortest-queue on true state).
@@ -43,7 +44,7 @@ var AllStrategies = []string{RoundRobin, Random, LeastInflight, Cached, CachedAd
 // with tokens mode), probe_dw0 and probe_dw4 (tokens mode with
 // route.load.decode_weight 0 and 4), probe_nospeed, cached_tokens_nospeed,
 // oracle_nospeed (tokens mode with route.load.learn_speed false).
-var ExtraStrategies = []string{"probe_d3", "probe_q2", "probe_load", "probe_jsq", "oracle_jsq", "probe_requests", "cached_tokens", "probe_tokens", "probe_dw0", "probe_dw4", "probe_nospeed", "cached_tokens_nospeed", "oracle_nospeed"}
+var ExtraStrategies = []string{"probe_d3", "probe_d3q3", "probe_d4q4", "probe_d8q8", "probe_q2", "probe_load", "probe_jsq", "oracle_jsq", "probe_requests", "cached_tokens", "probe_tokens", "probe_dw0", "probe_dw4", "probe_nospeed", "cached_tokens_nospeed", "oracle_nospeed"}
 
 // isProbe reports whether s decides on synchronous probes.
 func isProbe(s string) bool { return strings.HasPrefix(s, Probe) }
@@ -100,6 +101,9 @@ func StrategyConfig(s string, urls []string) (*config.Config, error) {
 		cfg.Probe.Hedges = 0
 	case "probe_d3":
 		cfg.Route.D = 3
+	case "probe_d3q3", "probe_d4q4", "probe_d8q8":
+		cfg.Route.D = int(s[len("probe_d")] - '0')
+		cfg.Probe.Quorum = cfg.Route.D
 	case "probe_q2":
 		cfg.Probe.Quorum = 2
 	case "probe_load":
