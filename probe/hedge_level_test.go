@@ -168,3 +168,26 @@ func TestProberQuorumHedgeRate(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkHedgeAfterFor is the per-request cost of the auto hedge delay
+// (one table read and two atomic loads) and of observing a round trip.
+func BenchmarkHedgeAfterFor(b *testing.B) {
+	e := newHedgeEstimator(5 * time.Millisecond)
+	for i := range hedgeRing {
+		e.Observe(time.Duration(i+1) * time.Microsecond)
+	}
+	b.Run("waiting=2/need=2", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = e.HedgeAfterFor(2, 2)
+		}
+	})
+	b.Run("observe", func(b *testing.B) {
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			i++
+			e.Observe(time.Duration(i%1000) * time.Microsecond)
+		}
+	})
+}
