@@ -153,14 +153,14 @@ func (g *generation) knownModel(model string) bool {
 // stream is one engine request's delivery slot, written by the engine loop
 // (deliver) and read by its HTTP handler.
 type stream struct {
-	req    Request
+	req Request
 	// progress is the tokens generated so far, shifted left by one, with
 	// bit 0 set once the request finished: one word, so that a reader never
 	// sees the final count without the end (a stream whose last token frame
 	// lacks finish_reason) or the end without the final count.
 	progress atomic.Int64
-	reason   atomic.Value // finish reason (string), set before the end bit
-	sig    chan struct{} // shared by the streams of one HTTP request; cap 1
+	reason   atomic.Value  // finish reason (string), set before the end bit
+	sig      chan struct{} // shared by the streams of one HTTP request; cap 1
 }
 
 // deliver publishes one step's result to the request's handler.
