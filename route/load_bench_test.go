@@ -31,7 +31,7 @@ func benchPromptInfo(p *Proxy) *reqCtx {
 // memory slot (a prefix match per scanned backend).
 func BenchmarkPickPrompt(b *testing.B) {
 	for _, mode := range []string{config.LoadTokens, config.LoadRequests} {
-		for _, n := range []int{8, 64, 512} {
+		for _, n := range []int{8, 64, 512, 1024} {
 			b.Run(fmt.Sprintf("policy=probe/load=%s/backends=%d", mode, n), func(b *testing.B) {
 				p := benchProxyLoad(b, n, mode)
 				rc := benchPromptInfo(p)
