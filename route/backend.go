@@ -3,7 +3,6 @@ package route
 import (
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -59,23 +58,12 @@ func (b *Backend) State() *probe.State { return b.state }
 // probe.State, an empty prefix table of prefixEntries block hashes, no
 // upstream client and no breaker (so it is always Eligible): what a
 // simulator needs to drive pickers without sockets. The simulator calls
-// State().Dispatch and Finish around each simulated request, NoteDispatch
-// when it sends one, and State().Report with the loads it makes up.
+// State().Dispatch and Finish around each simulated request,
+// Memory.NoteDispatch when it sends one, and State().Report with the loads
+// it makes up.
 // The proxy builds its own backends, with a client and a breaker.
 func NewBackend(addr string, prefixEntries int) *Backend {
 	return &Backend{addr: addr, state: probe.NewState(addr), prefix: newPrefixTable(prefixEntries)}
-}
-
-// NoteDispatch records that info's request is being sent to b at now: its
-// prefix blocks are then believed cached there and its model loaded there
-// (prefix and LoRA affinity). The handler calls it once per attempt.
-func (b *Backend) NoteDispatch(info *RequestInfo, now time.Time) {
-	if info.NBlocks > 0 {
-		b.prefix.Insert(info.Blocks[:info.NBlocks])
-	}
-	if info.ModelHash != 0 {
-		b.lora.Note(info.ModelHash, now)
-	}
 }
 
 // Eligible reports whether the backend may be sampled: not draining and its

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/probegate/probegate/internal/config"
 )
@@ -17,9 +18,12 @@ func benchPromptInfo(p *Proxy) *reqCtx {
 	rc := newReqCtx()
 	body := `{"model":"m","stream":true,"max_tokens":64,"ignore_eos":true,"prompt":"` + strings.Repeat("lorem ipsum ", 500) + `"}`
 	rc.ex.Extract([]byte(body), 256, 64, &rc.info)
+	half := rc.info
+	half.NBlocks /= 2
+	half.ModelHash = 0 // the prefix only, as a dispatch would record it
 	for i, b := range p.Pool().Backends() {
 		if i%4 == 0 {
-			b.prefix.Insert(rc.info.Blocks[:rc.info.NBlocks/2])
+			p.memory.NoteDispatch(b, &half, time.Time{})
 		}
 		b.state.AddWork(int64(i%5)*700, int64(i%3)*64)
 	}

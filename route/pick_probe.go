@@ -25,11 +25,13 @@ func newProbePicker(pc *PickerConfig, pool *Pool, d *Deps) Picker {
 	return &probePicker{sc: newScorer(pc, pool, d), prober: d.Prober}
 }
 
-// Pick implements Picker. Candidates, in order: the affinity backend
-// (prefix or LoRA), the backend that looks best in the cache (power-of-d
-// with memory), then uniform random samples up to d; with a Prober, up to
-// Hedges spares for hedging. The Prober refreshes them; the best score on
-// the refreshed views wins.
+// Pick implements Picker. Candidates, in order: the LoRA affinity backend,
+// the backend that looks best in the cache (power-of-d with memory; the
+// backend holding the request's prompt prefix competes for it), then
+// uniform random samples up to d; with a Prober, up to Hedges spares for
+// hedging. The Prober refreshes them; the best score on the refreshed
+// views wins. With d = 1 there is no memory slot: the prefix holder, if
+// any, takes the only place.
 func (p *probePicker) Pick(ctx context.Context, info *RequestInfo, exclude []*Backend, s *Scratch) (*Backend, Decision, error) {
 	bs := p.sc.bs
 	if len(bs) == 0 {
@@ -38,15 +40,22 @@ func (p *probePicker) Pick(ctx context.Context, info *RequestInfo, exclude []*Ba
 	d := p.sc.pc.D
 	k := 0
 	excl := append(s.excl[:0], exclude...)
-	// In tokens mode the prefix holder competes for the memory slot on
-	// expected time to first token (its cached prefix shortens the
-	// prefill) instead of taking a slot whatever its load.
-	prefixInMemory := p.sc.pc.Load.Tokens && p.sc.pc.Weights.Prefix > 0 && info.NBlocks > 0
+	// The prefix holder competes for the memory slot, scored as in the
+	// final pick (prefix share, route.affinity_max_queue_gap, and in
+	// tokens mode the prefill its cached prefix saves), instead of taking
+	// a slot whatever its load: a sample of a loaded holder and one random
+	// backend is a choice between a hot spot and chance, while the memory
+	// slot offers the holder only when it is also among the lightly
+	// loaded.
 	var holder *Backend
-	if prefixInMemory {
+	if p.sc.pc.Weights.Prefix > 0 && info.NBlocks > 0 {
 		holder = p.prefixHolder(info, exclude)
 	}
-	if a := p.affine(info, s, exclude, prefixInMemory); a != nil {
+	a := p.affine(info, s, exclude)
+	if a == nil && d < 2 {
+		a, holder = holder, nil
+	}
+	if a != nil {
 		s.sample[k] = a
 		k++
 		excl = append(excl, a)
@@ -93,29 +102,28 @@ func (p *probePicker) Pick(ctx context.Context, info *RequestInfo, exclude []*Ba
 	return p.sc.best(info, s, s.sample[:k])
 }
 
-// affine returns one backend to add to the random sample so that affinity
-// survives sampling: the eligible backend with the longest prefix match
-// for this request (at least one block), else one that this router
-// recently sent the same adapter to (it is likely still loaded there),
-// scanning from a random offset; or nil. The probe then decides whether
-// that backend is too loaded to use.
-func (p *probePicker) affine(info *RequestInfo, s *Scratch, exclude []*Backend, skipPrefix bool) *Backend {
+// affine returns one backend to add to the random sample so that LoRA
+// affinity survives sampling: for a request for an adapter, a backend
+// that has it loaded or that this router recently sent it to (it is
+// likely still loaded there), else one with a free adapter slot, scanning
+// from a random offset; or nil. The probe then decides whether that
+// backend is too loaded to use.
+func (p *probePicker) affine(info *RequestInfo, s *Scratch, exclude []*Backend) *Backend {
 	bs := p.sc.bs
 	w := &p.sc.pc.Weights
-	if !skipPrefix && w.Prefix > 0 && info.NBlocks > 0 {
-		if best := p.prefixHolder(info, exclude); best != nil {
-			return best
-		}
-	}
 	if w.LoRA <= 0 || info.ModelHash == 0 || len(bs) == 0 {
 		return nil
 	}
 	// Only requests for an adapter: base-model requests have no slot to
-	// find, and every backend serving them would look "loaded".
+	// find, and every backend serving them would look "loaded". The first
+	// report naming a base model decides; at most memoryScan backends are
+	// read (from a random offset), so a fleet that reports none costs a
+	// bounded scan, not one per backend.
 	adapter := p.sc.mem.adapters.Has(info.ModelHash)
 	if !adapter {
-		for _, b := range bs {
-			if l := b.state.Latest(); l != nil && l.BaseModel != "" {
+		off := int(p.sc.rand() % uint64(len(bs)))
+		for i := range min(len(bs), memoryScan) {
+			if l := bs[(off+i)%len(bs)].state.Latest(); l != nil && l.BaseModel != "" {
 				adapter = string(info.Model) != l.BaseModel
 				break
 			}
@@ -145,17 +153,49 @@ func (p *probePicker) affine(info *RequestInfo, s *Scratch, exclude []*Backend, 
 	return free
 }
 
-// prefixHolder returns the eligible backend (not in exclude) with the
-// longest prefix match for this request, at least one block; or nil.
+// prefixHolder returns an eligible backend (not in exclude) with the
+// longest prefix match for this request, at least one block; or nil. Among
+// backends matching equally long it returns the one with the shortest
+// queue in its current view, ties broken at random: a popular prefix ends
+// up cached on several backends, and always offering the same one of them
+// (the first in pool order, as a plain scan would) piles that prefix's
+// traffic onto it up to route.affinity_max_queue_gap while its other
+// holders idle.
+//
+// It asks Memory's prefix index for the backends last sent the request's
+// deepest indexed prefix and confirms each with its prefix table, so its
+// cost does not grow with the pool: at most 8 index entries, 4 Matches and
+// 4 views.
 func (p *probePicker) prefixHolder(info *RequestInfo, exclude []*Backend) *Backend {
-	var best *Backend
-	blocks := info.Blocks[:info.NBlocks]
-	bestN := 0
-	for _, b := range p.sc.bs {
-		if n := b.prefix.Match(blocks); n > bestN && b.Eligible() && !contains(exclude, b) {
-			best, bestN = b, n
-		}
+	x := p.sc.mem.prefixIndex()
+	if x == nil {
+		return nil
 	}
+	blocks := info.Blocks[:info.NBlocks]
+	var best *Backend
+	bestN, bestQ, ties := 0, 0.0, 0
+	r := p.sc.rand()
+	now := p.sc.now()
+	x.Holders(blocks, func(b *Backend) bool {
+		if b == best || !b.Eligible() || contains(exclude, b) {
+			return b == best
+		}
+		n := b.prefix.Match(blocks)
+		if n == 0 || n < bestN {
+			return n > 0
+		}
+		q := p.sc.views.View(b, now, p.sc.pc.StaleAfter).Queue
+		switch {
+		case n > bestN || q < bestQ:
+			best, bestN, bestQ, ties = b, n, q, 1
+		case q == bestQ:
+			ties++
+			if mix64(&r)%uint64(ties) == 0 {
+				best = b
+			}
+		}
+		return true
+	})
 	return best
 }
 
@@ -169,12 +209,13 @@ func (p *probePicker) prefixHolder(info *RequestInfo, exclude []*Backend) *Backe
 // every decision onto one backend; the probe then checks the prior. It
 // returns nil when nothing is eligible.
 //
-// With holder (the prefix holder, in route.load tokens mode) the slot is
-// prefix-aware: holder joins the scan, each backend's expected time to
-// first token counts only the prompt tokens it does not hold cached, and
-// the prefix scorer and route.affinity_max_queue_gap apply as in the final
-// score, so the slot goes to a lightly loaded backend that holds the
-// prefix, and to a lightly loaded one without it when the holder is busy.
+// With holder (the request's prefix holder) the slot is prefix-aware:
+// holder joins the scan, the prefix scorer and route.affinity_max_queue_gap
+// apply as in the final score (and in route.load tokens mode each
+// backend's expected time to first token counts only the prompt tokens it
+// does not hold cached), so the slot goes to a lightly loaded backend that
+// holds the prefix, and to a lightly loaded one without it when the holder
+// is busy.
 func (p *probePicker) bestCached(info *RequestInfo, s *Scratch, exclude []*Backend, holder *Backend) *Backend {
 	bs := p.sc.bs
 	scan := s.memo[:0]

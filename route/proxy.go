@@ -160,6 +160,7 @@ func New(opts Options) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.memory.SizePrefixIndex(opts.Config.Route.Prefix.IndexEntries)
 	if err := p.publish(set, &Pool{}); err != nil {
 		return nil, err
 	}

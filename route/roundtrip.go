@@ -30,7 +30,7 @@ import (
 // afresh (a dead pod then refuses the dial, which the breaker counts).
 func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *Backend, done func(breaker.Outcome), start time.Time, dec Decision, attempt int, idReplaced bool) (failure, error) {
 	req := &ctx.Request
-	b.NoteDispatch(&rc.info, start)
+	p.memory.NoteDispatch(b, &rc.info, start)
 	// The backend's scheme, whatever the client's request line said: an
 	// absolute "https://..." URI would otherwise make the HostClient refuse
 	// the request and count it against the backend's breaker.

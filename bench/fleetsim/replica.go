@@ -153,7 +153,7 @@ func (r *replica) pick(req *request) (int32, time.Duration, bool) {
 	r.decide[dec.Source]++
 	req.work = r.mem.BeginWork(&r.info, b, r.blockChars, r.defaultOutput, now)
 	b.State().Dispatch()
-	b.NoteDispatch(&r.info, now)
+	r.mem.NoteDispatch(b, &r.info, now)
 	return r.podOf[b.State()], wait, true
 }
 

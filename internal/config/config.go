@@ -123,11 +123,16 @@ type Saturation struct {
 	Shed       bool    `yaml:"shed"`         // default false: when true, 429 if every candidate is saturated
 }
 
+// MaxIndexEntries bounds route.prefix.index_entries (16Mi entries, about
+// 800 MiB): a larger index would be a typo, not a fleet.
+const MaxIndexEntries = 1 << 24
+
 // Prefix configures prompt-prefix affinity.
 type Prefix struct {
 	BlockChars        int `yaml:"block_chars"`         // default 256
 	MaxBlocks         int `yaml:"max_blocks"`          // default 64
 	EntriesPerBackend int `yaml:"entries_per_backend"` // default 16384 block hashes (LRU)
+	IndexEntries      int `yaml:"index_entries"`       // default 131072 entries of the proxy-wide holder index
 }
 
 // Probe configures the synchronous prober.

@@ -92,6 +92,8 @@ func TestValidate(t *testing.T) {
 		{"block_chars", func(c *Config) { c.Route.Prefix.BlockChars = 0 }, `route.prefix.block_chars: must be >= 1`},
 		{"max_blocks", func(c *Config) { c.Route.Prefix.MaxBlocks = 0 }, `route.prefix.max_blocks: must be >= 1`},
 		{"entries_per_backend", func(c *Config) { c.Route.Prefix.EntriesPerBackend = 0 }, `route.prefix.entries_per_backend: must be >= 1`},
+		{"index_entries", func(c *Config) { c.Route.Prefix.IndexEntries = 0 }, `route.prefix.index_entries: must be >= 1`},
+		{"index_entries too many", func(c *Config) { c.Route.Prefix.IndexEntries = 1<<24 + 1 }, `route.prefix.index_entries: must be <= 16777216`},
 		{"endpoint", func(c *Config) { c.Probe.Endpoint = "orca" }, `probe.endpoint: must be metrics or load, got "orca"`},
 		{"deadline", func(c *Config) { c.Probe.Deadline = 0 }, `probe.deadline: must be > 0`},
 		{"hedge_after", func(c *Config) { c.Probe.HedgeAfter = "soon" }, `probe.hedge_after: must be a duration or "auto", got "soon"`},

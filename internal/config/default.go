@@ -48,6 +48,7 @@ func Default() *Config {
 				BlockChars:        256,
 				MaxBlocks:         64,
 				EntriesPerBackend: 16384,
+				IndexEntries:      1 << 17,
 			},
 		},
 		Probe: Probe{

@@ -215,6 +215,8 @@ func validate(c *Config) Errors {
 	v.atLeast("route.prefix.block_chars", int64(r.Prefix.BlockChars), 1)
 	v.atLeast("route.prefix.max_blocks", int64(r.Prefix.MaxBlocks), 1)
 	v.atLeast("route.prefix.entries_per_backend", int64(r.Prefix.EntriesPerBackend), 1)
+	v.atLeast("route.prefix.index_entries", int64(r.Prefix.IndexEntries), 1)
+	v.atMost("route.prefix.index_entries", int64(r.Prefix.IndexEntries), MaxIndexEntries)
 
 	p := c.Probe
 	v.oneOf("probe.endpoint", p.Endpoint, EndpointMetrics, EndpointLoad)

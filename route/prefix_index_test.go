@@ -1,0 +1,205 @@
+package route
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/probegate/probegate/internal/config"
+	"github.com/probegate/probegate/probe"
+)
+
+// promptInfo returns a request of n prefix blocks: blocks[i] = base+i+1
+// (distinct per prompt and position, as chained hashes are).
+func promptInfo(base uint64, n int) *RequestInfo {
+	info := &RequestInfo{NBlocks: n, PromptTokens: n * 64}
+	for i := range n {
+		info.Blocks[i] = base + uint64(i) + 1
+	}
+	return info
+}
+
+// prefixOf returns info cut to its first n blocks, as a shorter prompt
+// sharing its prefix would hash.
+func prefixOf(info *RequestInfo, n int) *RequestInfo {
+	c := *info
+	c.NBlocks = n
+	return &c
+}
+
+// probeOver returns the probe picker (no prober: it scores its sample on
+// views) over bs with views, and its Memory. Seed 0 is the default,
+// concurrency-safe random source.
+func probeOver(t *testing.T, bs []*Backend, views ViewSource, seed uint64) (*probePicker, *Memory) {
+	t.Helper()
+	mem := &Memory{}
+	var r Rand
+	if seed != 0 {
+		r = seeded(seed)
+	}
+	pk := mustPicker(t, testPickerConfig(config.PolicyProbe), NewPool(bs), Deps{Memory: mem, Rand: r, Now: pickNow, Views: views})
+	return pk.(*probePicker), mem
+}
+
+// equalViews gives every backend the same fresh, known load.
+type equalViews struct{}
+
+func (equalViews) View(*Backend, time.Time, time.Duration) probe.View {
+	return probe.View{Queue: 1, KVUse: 0.2, Source: probe.SourceScrape}
+}
+
+// In a 1,024-backend pool the probe policy finds the one backend holding a
+// prompt's prefix (through the index, not a scan) and routes there when
+// loads are equal; the longest holder wins over a shorter one, an excluded
+// holder gives way to the next, and a prompt nobody was sent has none.
+func TestPrefixHolderInLargePool(t *testing.T) {
+	_, bs := testPool(1024)
+	pk, mem := probeOver(t, bs, equalViews{}, 1)
+	long := promptInfo(1000, 40)
+	// b900 was sent the first 20 blocks (anchors 1, 2, 4, 8, 16, 20), b700
+	// the first 3: the 40-block request finds b900 under its anchor 16.
+	mem.NoteDispatch(bs[900], prefixOf(long, 20), pickNow())
+	mem.NoteDispatch(bs[700], prefixOf(long, 3), pickNow())
+
+	if got := pk.prefixHolder(long, nil); got != bs[900] {
+		t.Fatalf("holder = %v, want b900 (20 blocks)", got)
+	}
+	if got := pk.prefixHolder(long, []*Backend{bs[900]}); got != bs[700] {
+		t.Fatalf("holder with b900 excluded = %v, want b700", got)
+	}
+	if got := pk.prefixHolder(long, []*Backend{bs[900], bs[700]}); got != nil {
+		t.Fatalf("holder with both excluded = %v, want none", got)
+	}
+	if got := pk.prefixHolder(promptInfo(5000, 40), nil); got != nil {
+		t.Fatalf("holder of an unseen prompt = %v, want none", got)
+	}
+	s := NewScratch()
+	for range 20 {
+		b, _, err := pk.Pick(context.Background(), long, nil, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b != bs[900] {
+			t.Fatalf("picked %s, want the prefix holder b900:8000", b.Addr())
+		}
+	}
+}
+
+// A prefix cached on several backends is offered from its least loaded
+// holder, and spread over equally loaded ones, not always from the same
+// one (which a scan in pool order did, piling the prefix's traffic on it).
+func TestPrefixHolderSpreadsOverHolders(t *testing.T) {
+	_, bs := testPool(64)
+	views := fixedViews{}
+	for _, b := range bs {
+		views[b] = probe.View{Queue: 1, KVUse: 0.2, Source: probe.SourceScrape}
+	}
+	info := promptInfo(7000, 12)
+	holders := []*Backend{bs[3], bs[17], bs[40], bs[61]}
+
+	pk, mem := probeOver(t, bs, views, 2)
+	for _, b := range holders {
+		mem.NoteDispatch(b, info, pickNow())
+	}
+	count := map[*Backend]int{}
+	for range 400 {
+		count[pk.prefixHolder(info, nil)]++
+	}
+	for _, b := range holders {
+		if n := count[b]; n < 60 {
+			t.Errorf("%s offered %d of 400 times, want a fair share (100)", b.Addr(), n)
+		}
+	}
+
+	for i, q := range []float64{3, 0, 2, 5} {
+		views[holders[i]] = probe.View{Queue: q, KVUse: 0.2, Source: probe.SourceScrape}
+	}
+	for range 20 {
+		if got := pk.prefixHolder(info, nil); got != holders[1] {
+			t.Fatalf("holder = %v, want the idle one %s", got, holders[1].Addr())
+		}
+	}
+}
+
+// The index is only a hint: a backend it lists whose own prefix table does
+// not hold the prefix (an entry torn by concurrent inserts, or evicted from
+// the backend's table) is never offered, and an index too small to keep a
+// prompt loses its holder rather than naming a wrong one.
+func TestPrefixIndexIsConfirmedByTables(t *testing.T) {
+	_, bs := testPool(8)
+	pk, mem := probeOver(t, bs, equalViews{}, 3)
+	mem.SizePrefixIndex(1)
+	a, b := promptInfo(100, 8), promptInfo(200, 8)
+	mem.prefixIndex().Insert(a.Blocks[:a.NBlocks], bs[2]) // listed, never sent
+	if got := pk.prefixHolder(a, nil); got != nil {
+		t.Fatalf("holder = %s, want none: its table does not hold the prefix", got.Addr())
+	}
+	mem.NoteDispatch(bs[5], a, pickNow())
+	if got := pk.prefixHolder(a, nil); got != bs[5] {
+		t.Fatalf("holder = %v, want b5", got)
+	}
+	mem.NoteDispatch(bs[6], b, pickNow()) // evicts a's only entry
+	if got := pk.prefixHolder(a, nil); got != nil {
+		t.Fatalf("holder of the evicted prompt = %s, want none", got.Addr())
+	}
+	if got := pk.prefixHolder(b, nil); got != bs[6] {
+		t.Fatalf("holder = %v, want b6", got)
+	}
+}
+
+// Concurrent dispatches and lookups (run with -race): every holder offered
+// really holds the prefix.
+func TestPrefixIndexConcurrent(t *testing.T) {
+	_, bs := testPool(32)
+	pk, mem := probeOver(t, bs, equalViews{}, 0)
+	mem.SizePrefixIndex(64) // small: entries are contended and evicted
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 2000 {
+				info := promptInfo(uint64(i%16)*100, 1+i%20)
+				mem.NoteDispatch(bs[(g*7+i)%len(bs)], info, pickNow())
+			}
+		}()
+	}
+	bad := make(chan string, 2)
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 2000 {
+				info := promptInfo(uint64(i%16)*100, 20)
+				if b := pk.prefixHolder(info, nil); b != nil && b.prefix.Match(info.Blocks[:info.NBlocks]) == 0 {
+					bad <- b.Addr()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(bad)
+	for a := range bad {
+		t.Errorf("offered %s, which holds none of the prefix", a)
+	}
+}
+
+func TestIsAnchor(t *testing.T) {
+	var got []int
+	for i := range 40 {
+		if isAnchor(i, 40) {
+			got = append(got, i+1)
+		}
+	}
+	want := []int{1, 2, 4, 8, 16, 32, 40}
+	if len(got) != len(want) {
+		t.Fatalf("anchor depths of 40 blocks = %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("anchor depths of 40 blocks = %v, want %v", got, want)
+		}
+	}
+}
