@@ -1,0 +1,72 @@
+package route
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/probegate/probegate/internal/config"
+	"github.com/probegate/probegate/probe"
+)
+
+// idleProber answers no probe: the probe picker decides on the reports it
+// has (all fresh here, as in BenchmarkPickers).
+type idleProber struct{}
+
+func (idleProber) Run(context.Context, []*probe.State, []*probe.State) probe.Result {
+	return probe.Result{}
+}
+
+// promptPicker builds the probe picker over n backends without a Proxy
+// (no scraper or other goroutine runs while it is measured), in route.load
+// mode, and the request of BenchmarkPickPrompt: a 1,500-token prompt (23
+// hashed blocks) whose first half a quarter of the backends were sent,
+// and some token work on every backend.
+func promptPicker(b testing.TB, mode string, n int) (Picker, *RequestInfo, *Scratch) {
+	b.Helper()
+	pool, bs := testPool(n)
+	mem := &Memory{}
+	rc := newReqCtx()
+	body := `{"model":"m","stream":true,"max_tokens":64,"ignore_eos":true,"prompt":"` + strings.Repeat("lorem ipsum ", 500) + `"}`
+	rc.ex.Extract([]byte(body), 256, 64, &rc.info)
+	half := rc.info
+	half.NBlocks /= 2
+	half.ModelHash = 0
+	for i, be := range bs {
+		l := probe.Load{Running: i % 7, Waiting: i % 3, KVUse: float64(i%10) / 10, ServerLoad: -1, At: pickT0, Source: probe.SourceScrape}
+		be.state.Report(&l)
+		if i%4 == 0 {
+			mem.NoteDispatch(be, &half, pickT0)
+		}
+		be.state.AddWork(int64(i%5)*700, int64(i%3)*64)
+	}
+	pc := testPickerConfig(config.PolicyProbe)
+	pc.Load.Tokens = mode == config.LoadTokens
+	pk := mustPicker(b, pc, pool, Deps{Memory: mem, Rand: seeded(1), Now: pickNow, Prober: idleProber{}})
+	return pk, &rc.info, NewScratch()
+}
+
+// BenchmarkPickersPrompt is BenchmarkPickPrompt built without a Proxy, as
+// BenchmarkPickers: allocs/op is the picker's own. The pick's cost must not
+// grow with the pool: the prefix holder comes from Memory's index and the
+// memory slot reads at most memoryScan (+ the holder) backends.
+func BenchmarkPickersPrompt(b *testing.B) {
+	for _, mode := range []string{config.LoadTokens, config.LoadRequests} {
+		for _, n := range []int{8, 64, 512, 1024} {
+			b.Run(fmt.Sprintf("policy=probe/load=%s/backends=%d", mode, n), func(b *testing.B) {
+				pk, info, s := promptPicker(b, mode, n)
+				ctx := context.Background()
+				if _, _, err := pk.Pick(ctx, info, nil, s); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, _, err := pk.Pick(ctx, info, nil, s); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
