@@ -28,6 +28,14 @@ func prefixOf(info *RequestInfo, n int) *RequestInfo {
 	return &c
 }
 
+// name returns b's address, or "none".
+func name(b *Backend) string {
+	if b == nil {
+		return "none"
+	}
+	return b.Addr()
+}
+
 // probeOver returns the probe picker (no prober: it scores its sample on
 // views) over bs with views, and its Memory. Seed 0 is the default,
 // concurrency-safe random source.
@@ -63,16 +71,16 @@ func TestPrefixHolderInLargePool(t *testing.T) {
 	mem.NoteDispatch(bs[700], prefixOf(long, 3), pickNow())
 
 	if got := pk.prefixHolder(long, nil); got != bs[900] {
-		t.Fatalf("holder = %v, want b900 (20 blocks)", got)
+		t.Fatalf("holder = %s, want b900 (20 blocks)", name(got))
 	}
 	if got := pk.prefixHolder(long, []*Backend{bs[900]}); got != bs[700] {
-		t.Fatalf("holder with b900 excluded = %v, want b700", got)
+		t.Fatalf("holder with b900 excluded = %s, want b700", name(got))
 	}
 	if got := pk.prefixHolder(long, []*Backend{bs[900], bs[700]}); got != nil {
-		t.Fatalf("holder with both excluded = %v, want none", got)
+		t.Fatalf("holder with both excluded = %s, want none", name(got))
 	}
 	if got := pk.prefixHolder(promptInfo(5000, 40), nil); got != nil {
-		t.Fatalf("holder of an unseen prompt = %v, want none", got)
+		t.Fatalf("holder of an unseen prompt = %s, want none", name(got))
 	}
 	s := NewScratch()
 	for range 20 {
@@ -117,7 +125,33 @@ func TestPrefixHolderSpreadsOverHolders(t *testing.T) {
 	}
 	for range 20 {
 		if got := pk.prefixHolder(info, nil); got != holders[1] {
-			t.Fatalf("holder = %v, want the idle one %s", got, holders[1].Addr())
+			t.Fatalf("holder = %s, want the idle one %s", name(got), holders[1].Addr())
+		}
+	}
+}
+
+// A shared prefix goes to the least loaded backend holding it: not to a
+// loaded holder that the sample happened to offer, nor to an idle backend
+// without it.
+func TestPickSendsPrefixToIdleHolder(t *testing.T) {
+	_, bs := testPool(8)
+	views := fixedViews{}
+	for _, b := range bs {
+		views[b] = probe.View{Queue: 0, KVUse: 0.2, Source: probe.SourceScrape}
+	}
+	views[bs[0]] = probe.View{Queue: 2, KVUse: 0.2, Source: probe.SourceScrape}
+	info := promptInfo(9000, 12)
+	pk, mem := probeOver(t, bs, views, 5)
+	mem.NoteDispatch(bs[0], info, pickNow())
+	mem.NoteDispatch(bs[5], info, pickNow())
+	s := NewScratch()
+	for range 200 {
+		b, _, err := pk.Pick(context.Background(), info, nil, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b != bs[5] {
+			t.Fatalf("picked %s, want b5:8000, the idle prefix holder", b.Addr())
 		}
 	}
 }
@@ -133,18 +167,18 @@ func TestPrefixIndexIsConfirmedByTables(t *testing.T) {
 	a, b := promptInfo(100, 8), promptInfo(200, 8)
 	mem.prefixIndex().Insert(a.Blocks[:a.NBlocks], bs[2]) // listed, never sent
 	if got := pk.prefixHolder(a, nil); got != nil {
-		t.Fatalf("holder = %s, want none: its table does not hold the prefix", got.Addr())
+		t.Fatalf("holder = %s, want none: its table does not hold the prefix", name(got))
 	}
 	mem.NoteDispatch(bs[5], a, pickNow())
 	if got := pk.prefixHolder(a, nil); got != bs[5] {
-		t.Fatalf("holder = %v, want b5", got)
+		t.Fatalf("holder = %s, want b5", name(got))
 	}
 	mem.NoteDispatch(bs[6], b, pickNow()) // evicts a's only entry
 	if got := pk.prefixHolder(a, nil); got != nil {
-		t.Fatalf("holder of the evicted prompt = %s, want none", got.Addr())
+		t.Fatalf("holder of the evicted prompt = %s, want none", name(got))
 	}
 	if got := pk.prefixHolder(b, nil); got != bs[6] {
-		t.Fatalf("holder = %v, want b6", got)
+		t.Fatalf("holder = %s, want b6", name(got))
 	}
 }
 
