@@ -152,22 +152,8 @@ func TestIdleHijackedStreamHoldsNoBuffer(t *testing.T) {
 		fmt.Fprint(w, "data: [DONE]\n\n")
 	})
 	tp := startProxy(t, testConfig(up.URL))
-	conn, err := net.Dial("tcp", tp.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn, br := openRawStream(t, tp.addr)
 	defer conn.Close()
-	fmt.Fprintf(conn, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 15\r\n\r\n{\"stream\":true}")
-	br := bufio.NewReader(conn)
-	for {
-		line, err := br.ReadString('\n')
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.HasPrefix(line, "data: ") {
-			break
-		}
-	}
 	// The first frame was written; the pump returns its buffer right after.
 	ftPoll(t, 2*time.Second, "no pump buffer held while the stream is idle", func() bool { return pumpBufsHeld.Load() == 0 })
 	time.Sleep(50 * time.Millisecond)
@@ -298,22 +284,8 @@ func TestShutdownCutsHijackedStreamsAtTheGrace(t *testing.T) {
 		}
 	})
 	tp := startProxy(t, testConfig(up.URL))
-	conn, err := net.Dial("tcp", tp.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn, br := openRawStream(t, tp.addr)
 	defer conn.Close()
-	fmt.Fprintf(conn, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 15\r\n\r\n{\"stream\":true}")
-	br := bufio.NewReader(conn)
-	for {
-		line, err := br.ReadString('\n')
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.HasPrefix(line, "data: ") {
-			break
-		}
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
@@ -335,4 +307,26 @@ func TestShutdownCutsHijackedStreamsAtTheGrace(t *testing.T) {
 	ftPoll(t, 2*time.Second, "the cut stream settled as 499", func() bool {
 		return tp.counter(t, "probegate_requests_total", map[string]string{"code": "499"}) == 1 && tp.inflight.Load() == 0
 	})
+}
+
+// openRawStream sends a streaming completion on a raw connection to addr
+// and reads up to the first SSE data frame.
+func openRawStream(t *testing.T, addr string) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(conn, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 15\r\n\r\n{\"stream\":true}")
+	br := bufio.NewReader(conn)
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			conn.Close()
+			t.Fatal(err)
+		}
+		if strings.HasPrefix(line, "data: ") {
+			return conn, br
+		}
+	}
 }
