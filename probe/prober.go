@@ -230,10 +230,12 @@ func (p *Prober) Run(ctx context.Context, cands, spares []*State) Result {
 		return used
 	}
 	var hedgeC <-chan time.Time
-	if ha := p.HedgeAfterFor(outstanding, quorum-known); hedgesLeft > 0 && len(spares) > 0 && ha < p.cfg.Deadline {
-		t := time.NewTimer(ha)
-		defer t.Stop()
-		hedgeC = t.C
+	if hedgesLeft > 0 && len(spares) > 0 {
+		if ha := p.HedgeAfterFor(outstanding, quorum-known); ha < p.cfg.Deadline {
+			t := time.NewTimer(ha)
+			defer t.Stop()
+			hedgeC = t.C
+		}
 	}
 
 wait:

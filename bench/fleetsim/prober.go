@@ -88,8 +88,10 @@ func (p *vprober) Run(_ context.Context, cands, spares []*probe.State) probe.Res
 	deadline := p.cfg.Deadline
 	hedgesLeft := p.cfg.Hedges
 	hedgeAt := time.Duration(-1)
-	if ha := p.hedgeAfter(len(p.pend), quorum-known); hedgesLeft > 0 && len(spares) > 0 && ha < deadline {
-		hedgeAt = ha
+	if hedgesLeft > 0 && len(spares) > 0 {
+		if ha := p.hedgeAfter(len(p.pend), quorum-known); ha < deadline {
+			hedgeAt = ha
+		}
 	}
 	hedge := func(now time.Duration) bool {
 		used := false
