@@ -5,10 +5,6 @@ import "sync/atomic"
 // indexWays is how many backends one prefix-index entry remembers.
 const indexWays = 4
 
-// defaultIndexEntries sizes the index of a Memory that was not sized
-// (simulators, tests): config.Default's route.prefix.index_entries.
-const defaultIndexEntries = 1 << 17
-
 // prefixIndex maps a prompt-prefix block hash to the backends this proxy
 // recently dispatched that prefix to, so that finding the backend with the
 // longest cached prefix costs the same whatever the fleet's size: a few
