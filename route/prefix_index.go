@@ -1,6 +1,9 @@
 package route
 
-import "sync/atomic"
+import (
+	"math/bits"
+	"sync/atomic"
+)
 
 // indexWays is how many backends one prefix-index entry remembers.
 const indexWays = 4
@@ -115,16 +118,12 @@ func (x *prefixIndex) Holders(blocks []uint64, fn func(*Backend) bool) int {
 				return i + 1
 			}
 		}
-		// The next anchor below depth i+1: the largest power of two
-		// strictly below it.
-		d := 1
-		for d*2 < i+1 {
-			d *= 2
-		}
 		if i == 0 {
 			break
 		}
-		i = d - 1
+		// The next anchor below depth i+1: the largest power of two
+		// strictly below it, i.e. at most i.
+		i = 1<<(bits.Len(uint(i))-1) - 1
 	}
 	return 0
 }
