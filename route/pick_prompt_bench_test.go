@@ -56,16 +56,7 @@ func BenchmarkPickersPrompt(b *testing.B) {
 		for _, n := range []int{8, 64, 512, 1024} {
 			b.Run(fmt.Sprintf("policy=probe/load=%s/backends=%d", mode, n), func(b *testing.B) {
 				pk, info, s := promptPicker(b, mode, n)
-				ctx := context.Background()
-				if _, _, err := pk.Pick(ctx, info, nil, s); err != nil {
-					b.Fatal(err)
-				}
-				b.ReportAllocs()
-				for b.Loop() {
-					if _, _, err := pk.Pick(ctx, info, nil, s); err != nil {
-						b.Fatal(err)
-					}
-				}
+				benchPicks(b, pk, info, s)
 			})
 		}
 	}

@@ -55,20 +55,26 @@ func BenchmarkPickers(b *testing.B) {
 		for _, n := range []int{8, 64, 512} {
 			b.Run(fmt.Sprintf("policy=%s%s/backends=%d", c.pol, c.label, n), func(b *testing.B) {
 				pk, s := benchPicker(b, c.pol, n, c.at)
-				info := &RequestInfo{}
-				ctx := context.Background()
-				// The first pick grows the scratch space to the pool's
-				// size (cached scores every backend); requests reuse it.
-				if _, _, err := pk.Pick(ctx, info, nil, s); err != nil {
-					b.Fatal(err)
-				}
-				b.ReportAllocs()
-				for b.Loop() {
-					if _, _, err := pk.Pick(ctx, info, nil, s); err != nil {
-						b.Fatal(err)
-					}
-				}
+				benchPicks(b, pk, &RequestInfo{}, s)
 			})
+		}
+	}
+}
+
+// benchPicks measures pk picking for info with s. The first pick, before
+// the clock starts, grows the scratch space to the pool's size (cached
+// scores every backend); requests reuse it, so allocs/op is the steady
+// state's.
+func benchPicks(b *testing.B, pk Picker, info *RequestInfo, s *Scratch) {
+	b.Helper()
+	ctx := context.Background()
+	if _, _, err := pk.Pick(ctx, info, nil, s); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := pk.Pick(ctx, info, nil, s); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
