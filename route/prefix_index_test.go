@@ -50,6 +50,22 @@ func probeOver(t *testing.T, bs []*Backend, views ViewSource, seed uint64) (*pro
 	return pk.(*probePicker), mem
 }
 
+// pickAlways picks for info n times with pk and fails unless every pick
+// is want (described by why).
+func pickAlways(t *testing.T, pk Picker, info *RequestInfo, n int, want *Backend, why string) {
+	t.Helper()
+	s := NewScratch()
+	for range n {
+		b, _, err := pk.Pick(context.Background(), info, nil, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b != want {
+			t.Fatalf("picked %s, want %s, %s", name(b), want.Addr(), why)
+		}
+	}
+}
+
 // equalViews gives every backend the same fresh, known load.
 type equalViews struct{}
 
@@ -82,16 +98,7 @@ func TestPrefixHolderInLargePool(t *testing.T) {
 	if got := pk.prefixHolder(promptInfo(5000, 40), nil); got != nil {
 		t.Fatalf("holder of an unseen prompt = %s, want none", name(got))
 	}
-	s := NewScratch()
-	for range 20 {
-		b, _, err := pk.Pick(context.Background(), long, nil, s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if b != bs[900] {
-			t.Fatalf("picked %s, want the prefix holder b900:8000", b.Addr())
-		}
-	}
+	pickAlways(t, pk, long, 20, bs[900], "the prefix holder")
 }
 
 // A prefix cached on several backends is offered from its least loaded
@@ -144,16 +151,7 @@ func TestPickSendsPrefixToIdleHolder(t *testing.T) {
 	pk, mem := probeOver(t, bs, views, 5)
 	mem.NoteDispatch(bs[0], info, pickNow())
 	mem.NoteDispatch(bs[5], info, pickNow())
-	s := NewScratch()
-	for range 200 {
-		b, _, err := pk.Pick(context.Background(), info, nil, s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if b != bs[5] {
-			t.Fatalf("picked %s, want b5:8000, the idle prefix holder", b.Addr())
-		}
-	}
+	pickAlways(t, pk, info, 200, bs[5], "the idle prefix holder")
 }
 
 // The index is only a hint: a backend it lists whose own prefix table does
