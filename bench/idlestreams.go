@@ -43,7 +43,7 @@ func MeasureIdleStreams(ctx context.Context, bin string, n int, profDir string) 
 	var res OverheadResult
 	out := &IdleStreams{Bin: bin}
 	var m map[string]float64
-	err = measureRSSThen(ctx, bin, dir, n, &res, nil, profDir, func(admin string) {
+	err = measureRSS(ctx, bin, dir, n, &res, nil, profDir, func(admin string) {
 		m, _ = readGoMetrics(ctx, "http://"+admin+"/metrics")
 	})
 	out.Streams = res.StreamsOpened

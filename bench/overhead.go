@@ -419,7 +419,7 @@ func RunOverhead(ctx context.Context, o OverheadOptions) (*OverheadResult, error
 		if n < o.Streams {
 			res.RSSNote = fmt.Sprintf("the open-files hard limit allows %d streams (2 sockets each in the proxy), not %d; per-stream cost is (RSS - idle)/streams", n, o.Streams)
 		}
-		if err := measureRSS(ctx, bin, tmp, n, res, o.Progress, o.ProfileDir); err != nil {
+		if err := measureRSS(ctx, bin, tmp, n, res, o.Progress, o.ProfileDir, nil); err != nil {
 			res.RSSNote = strings.TrimPrefix(res.RSSNote+"; "+err.Error(), "; ")
 		}
 		logf("overhead: probegate RSS %.1f MiB idle, %.1f MiB with %d open streams", res.RSSIdleMiB, res.RSSStreamsMiB, res.StreamsOpened)
@@ -677,14 +677,10 @@ func goFixedConcurrency(ctx context.Context, addr string, conc int, dur time.Dur
 // measureRSS starts probegate (least_inflight), reads its RSS idle, opens n
 // streaming requests that the fast upstream holds open after one frame,
 // and reads the RSS again. With profDir set, it also saves the proxy's heap
-// profile with the streams open (profDir/idle_streams.heap.pprof).
-func measureRSS(ctx context.Context, bin, dir string, n int, res *OverheadResult, prog *Progress, profDir string) error {
-	return measureRSSThen(ctx, bin, dir, n, res, prog, profDir, nil)
-}
-
-// measureRSSThen is measureRSS, calling then (if set) with the proxy's
-// admin address while the streams are still open.
-func measureRSSThen(ctx context.Context, bin, dir string, n int, res *OverheadResult, prog *Progress, profDir string, then func(admin string)) error {
+// profile with the streams open (profDir/idle_streams.heap.pprof). With
+// then set, it calls then with the proxy's admin address while the streams
+// are still open.
+func measureRSS(ctx context.Context, bin, dir string, n int, res *OverheadResult, prog *Progress, profDir string, then func(admin string)) error {
 	// The upstream holding the streams runs as a child process (this
 	// executable re-run, see ServeUpstreamIfChild) so that this process
 	// only holds the client ends of the streams.
