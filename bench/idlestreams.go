@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -44,7 +43,7 @@ func MeasureIdleStreams(ctx context.Context, bin string, n int, profDir string) 
 	out := &IdleStreams{Bin: bin}
 	var m map[string]float64
 	err = measureRSS(ctx, bin, dir, n, &res, nil, profDir, func(admin string) {
-		m, _ = readGoMetrics(ctx, "http://"+admin+"/metrics")
+		m, _ = readGoMetrics(ctx, admin)
 	})
 	out.Streams = res.StreamsOpened
 	out.RSSIdleMiB, out.RSSStreamsMiB = res.RSSIdleMiB, res.RSSStreamsMiB
@@ -61,42 +60,30 @@ func MeasureIdleStreams(ctx context.Context, bin string, n int, profDir string) 
 	return out, err
 }
 
-// readGoMetrics reads the unlabelled Go runtime gauges of a Prometheus
-// text exposition.
-func readGoMetrics(ctx context.Context, url string) (map[string]float64, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
+// readGoMetrics reads the unlabelled Go runtime gauges of a probegate
+// admin listener's /metrics.
+func readGoMetrics(ctx context.Context, admin string) (map[string]float64, error) {
 	m := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "go_") {
-			continue
+	err := scrapeAdmin(ctx, admin, 10*time.Second, func(sc *bufio.Scanner) error {
+		for sc.Scan() {
+			line := sc.Text()
+			if !strings.HasPrefix(line, "go_") {
+				continue
+			}
+			name, val, ok := strings.Cut(line, " ")
+			if !ok || strings.Contains(name, "{") {
+				continue
+			}
+			if f, err := strconv.ParseFloat(strings.TrimSpace(val), 64); err == nil {
+				m[name] = f
+			}
 		}
-		name, val, ok := strings.Cut(line, " ")
-		if !ok || strings.Contains(name, "{") {
-			continue
-		}
-		if f, err := strconv.ParseFloat(strings.TrimSpace(val), 64); err == nil {
-			m[name] = f
-		}
+		return sc.Err()
+	})
+	if err == nil && len(m) == 0 {
+		err = fmt.Errorf("no go_ metrics at %s/metrics", admin)
 	}
-	if err := sc.Err(); err != nil {
-		return m, err
-	}
-	if len(m) == 0 {
-		return m, fmt.Errorf("no go_ metrics at %s", url)
-	}
-	return m, nil
+	return m, err
 }
 
 // RaiseNoFile lifts the open-files limit as far as allowed.

@@ -21,21 +21,33 @@ type probeCounts struct {
 // readProbeCounts scrapes admin's /metrics for probegate_probes_total by
 // outcome and probegate_requests_total (all labels summed).
 func readProbeCounts(ctx context.Context, admin string) (probeCounts, error) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	var c probeCounts
+	err := scrapeAdmin(ctx, admin, 5*time.Second, func(sc *bufio.Scanner) (err error) {
+		c, err = parseProbeCounts(sc)
+		return err
+	})
+	return c, err
+}
+
+// scrapeAdmin GETs the /metrics of a probegate admin listener within
+// timeout and hands parse a scanner over the exposition; a status other
+// than 200 is an error.
+func scrapeAdmin(ctx context.Context, admin string, timeout time.Duration, parse func(*bufio.Scanner) error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+admin+"/metrics", nil)
 	if err != nil {
-		return probeCounts{}, err
+		return err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return probeCounts{}, err
+		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return probeCounts{}, fmt.Errorf("/metrics: status %d", resp.StatusCode)
+		return fmt.Errorf("/metrics: status %d", resp.StatusCode)
 	}
-	return parseProbeCounts(bufio.NewScanner(resp.Body))
+	return parse(bufio.NewScanner(resp.Body))
 }
 
 func parseProbeCounts(sc *bufio.Scanner) (probeCounts, error) {
