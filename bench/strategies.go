@@ -33,11 +33,12 @@ var AllStrategies = []string{RoundRobin, Random, LeastInflight, Cached, CachedAd
 
 // ExtraStrategies are diagnostic variants of probe, accepted by
 // -strategies but not run by default (names outside DESIGN.md's list):
-// probe_d3 (route.d 3), probe_d3q3, probe_d4q4, probe_d8q8 (route.d 3, 4 or 8
-// with probe.quorum = d: decide on every candidate's answer), probe_q2 (probe.quorum 2: wait for both answers),
-// probe_load (probe.endpoint load: the cheap /load endpoint), probe_jsq
-// (probe scoring on queue alone: weights kv 0), oracle_jsq (the oracle
-// scoring on queue alone: join-the-shortest-queue on true state).
+// probe_d3 (route.d 3), probe_d3q3, probe_d4q4, probe_d8q8 (route.d 3, 4
+// or 8 with probe.quorum = d: decide on every candidate's answer), probe_q2
+// (probe.quorum 2: wait for both answers), probe_load (probe.endpoint
+// load: the cheap /load endpoint), probe_jsq (probe scoring on queue
+// alone: weights kv 0), oracle_jsq (the oracle scoring on queue alone:
+// join-the-shortest-queue on true state).
 // probe_requests (probe with route.load.mode requests, the default: the
 // same as probe), probe_tokens (probe with route.load.mode tokens, the
 // default while issue 13's goal runs were measured), cached_tokens (cached
