@@ -1,6 +1,8 @@
 package route
 
 import (
+	"io"
+	"net/http"
 	"slices"
 	"testing"
 	"time"
@@ -43,7 +45,7 @@ func (trueViews) View(*Backend, time.Time, time.Duration) probe.View {
 // (DESIGN.md's four and none for blind policies), never the benchmark's
 // oracle; a proxy given a view source counts its decisions as oracle.
 func TestDecisionSourcesExported(t *testing.T) {
-	up := upstream(t, nil)
+	up := upstream(t, func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, `{"id":"x"}`) })
 	tp := startProxy(t, testConfig(up.URL))
 	if got, want := tp.decisionSources(t), []string{"local", "none", "orca", "probe", "scrape"}; !slices.Equal(got, want) {
 		t.Fatalf("production decision sources %v, want %v", got, want)
