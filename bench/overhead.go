@@ -453,7 +453,7 @@ func raiseNoFile() {
 func buildProbegate(ctx context.Context, dir string) (string, error) {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+		return "", fmt.Errorf("the overhead scenario builds probegate with the go tool: %w", err)
 	}
 	out := filepath.Join(dir, "probegate")
 	cmd := exec.CommandContext(ctx, goTool, "build", "-o", out, "github.com/probegate/probegate")

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -83,7 +82,7 @@ func BenchmarkForwardLarge(b *testing.B) {
 					b.Fatalf("status %d, err %v", resp.StatusCode(), err)
 				}
 				if n := len(resp.Body()); n < size-len(frame) {
-					b.Fatal(fmt.Sprintf("%d bytes", n))
+					b.Fatalf("%d bytes", n)
 				}
 			}
 		})

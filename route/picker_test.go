@@ -293,7 +293,6 @@ func TestProbePickerUsesHedgedSpares(t *testing.T) {
 	pc := testPickerConfig(config.PolicyProbe)
 	pc.Hedges = 1
 	fp := &fakeProber{loads: map[string]int{}, sparesUsed: 1}
-	pk := mustPicker(t, pc, pool, Deps{Memory: &Memory{}, Rand: seeded(5), Now: pickNow, Prober: fp})
 	s := NewScratch()
 	for range 50 {
 		// Every backend answers busy; then the spare is made idle by
@@ -302,7 +301,7 @@ func TestProbePickerUsesHedgedSpares(t *testing.T) {
 			fp.loads[b.Addr()] = 9
 		}
 		spareIdle := &spareProber{fakeProber: fp}
-		pk = mustPicker(t, pc, pool, Deps{Memory: &Memory{}, Rand: seeded(5), Now: pickNow, Prober: spareIdle})
+		pk := mustPicker(t, pc, pool, Deps{Memory: &Memory{}, Rand: seeded(5), Now: pickNow, Prober: spareIdle})
 		b, dec, err := pk.Pick(context.Background(), &RequestInfo{}, nil, s)
 		if err != nil {
 			t.Fatal(err)

@@ -127,17 +127,6 @@ func (u *rawBackend) requests() [][]byte {
 	return hs
 }
 
-// received returns every byte received on every connection, concatenated.
-func (u *rawBackend) received() []byte {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	var all []byte
-	for _, b := range u.conns {
-		all = append(all, b.Bytes()...)
-	}
-	return all
-}
-
 // headerValues returns the values of the header fields of head named name,
 // compared case-insensitively.
 func headerValues(head []byte, name string) []string {

@@ -140,7 +140,7 @@ func newHostClient(addr string, tls bool, up config.Upstream, conns *connTable) 
 		MaxIdleConnDuration:           up.IdleConnTTL.D(),
 		MaxConnWaitTimeout:            connect,
 		MaxIdemponentCallAttempts:     1,
-		RetryIf:                       func(*fasthttp.Request) bool { return false },
+		RetryIfErr:                    func(*fasthttp.Request, int, error) (bool, bool) { return false, false },
 		StreamResponseBody:            true,
 		NoDefaultUserAgentHeader:      true,
 		DisableHeaderNamesNormalizing: false,

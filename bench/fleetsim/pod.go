@@ -26,8 +26,7 @@ type request struct {
 type pod struct {
 	idx      int
 	eng      *vllmsim.Engine
-	stepping bool // a step is in flight; its end is scheduled
-	last     vllmsim.StepResult
+	stepping bool            // a step is in flight; its end is scheduled
 	events   []vllmsim.Event // copy of the step's events (the engine reuses its slice)
 	baseName string
 	maxLoRA  int

@@ -66,16 +66,15 @@ func TraceWorkload(path string) (Workload, error) {
 
 // source yields the jobs of one run in arrival order.
 type source struct {
-	w       Workload
-	rng     *rand.Rand
-	rate    float64 // requests/s
-	end     time.Duration
-	maxLen  int // cap on prompt + output tokens
-	t       time.Duration
-	i       int
-	scale   float64 // trace gap multiplier
-	fixed   []Job   // explicit jobs (validation against the live bench)
-	blockSz int
+	w      Workload
+	rng    *rand.Rand
+	rate   float64 // requests/s
+	end    time.Duration
+	maxLen int // cap on prompt + output tokens
+	t      time.Duration
+	i      int
+	scale  float64 // trace gap multiplier
+	fixed  []Job   // explicit jobs (validation against the live bench)
 }
 
 func newSource(w Workload, rate float64, end time.Duration, maxLen int, seed uint64) *source {

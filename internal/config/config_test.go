@@ -265,11 +265,11 @@ func TestParseKeepsDefaultsAndNulls(t *testing.T) {
 }
 
 func TestParseAliases(t *testing.T) {
-	c, err := Parse([]byte("x: &t 3\n"))
+	_, err := Parse([]byte("x: &t 3\n"))
 	if err == nil {
 		t.Fatal("unknown key x accepted")
 	}
-	c, err = Parse([]byte("backends:\n  static: [&u \"http://h:1\"]\nroute:\n  d: &d 3\nprobe:\n  quorum: *d\n"))
+	c, err := Parse([]byte("backends:\n  static: [&u \"http://h:1\"]\nroute:\n  d: &d 3\nprobe:\n  quorum: *d\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,8 +43,6 @@ func newKVCache(numBlocks, blockSize int) *kvCache {
 	return c
 }
 
-func (c *kvCache) numBlocks() int { return len(c.refs) }
-
 // usage is vLLM's kv_cache_usage: the share of blocks not in the free queue.
 func (c *kvCache) usage() float64 {
 	return 1 - float64(c.numFree)/float64(len(c.refs))

@@ -37,6 +37,7 @@ func (w *lowercaseWriter) lower() {
 			h[lk] = append(h[lk], v...)
 		}
 	}
+	//lint:ignore SA1008 the lowercase name is the point: vLLM writes it so.
 	if _, ok := h["content-type"]; ok {
 		// A nil canonical entry stops net/http from adding a sniffed
 		// Content-Type of its own beside the lowercase one.

@@ -174,7 +174,6 @@ type generation struct {
 
 	rngMu sync.Mutex
 	rng   *rand.Rand
-	idSeq atomic.Uint64
 
 	counters httpCounters
 	metrics  metricsState

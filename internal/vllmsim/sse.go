@@ -118,15 +118,4 @@ func (f *sseFramer) usage(b []byte, prompt, completion int) []byte {
 	return b
 }
 
-// errorFrame appends an error reported after the stream started.
-func errorFrame(b []byte, status int, typ, msg string) []byte {
-	b = append(b, `data: {"error":{"message":`...)
-	b = appendJSONString(b, msg)
-	b = append(b, `,"type":"`...)
-	b = append(b, typ...)
-	b = append(b, `","param":null,"code":`...)
-	b = strconv.AppendInt(b, int64(status), 10)
-	return append(b, "}}\n\n"...)
-}
-
 const doneFrame = "data: [DONE]\n\n"
