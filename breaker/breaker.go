@@ -10,12 +10,16 @@
 // which counts neither way.
 //
 // The breaker keeps the shape of sony/gobreaker/v2's two-step breaker (Allow
-// returns done; an outcome from before the last state change is ignored)
-// with its own small state machine, which it used to delegate to gobreaker:
-// gobreaker reads time.Now internally and has no clock hook, so its open
-// state could not follow the proxy's one clock (Options.Now), and Available
-// could not be sure to agree with Allow. Here the clock given to New decides
-// both.
+// admits, the request reports its outcome once; an outcome from before the
+// last state change is ignored) with its own small state machine, which it
+// used to delegate to gobreaker: gobreaker reads time.Now internally and has
+// no clock hook, so its open state could not follow the proxy's one clock
+// (Options.Now), and Available could not be sure to agree with Allow. Here
+// the clock given to New decides both.
+//
+// Allow and Ticket.Done are on every request's path, so they take no lock
+// and do not allocate: see window for how. Only a state transition takes
+// the breaker's mutex.
 //
 // The package imports no metrics library; the proxy observes transitions
 // through the onChange hook given to New.
@@ -94,16 +98,14 @@ func (o Outcome) String() string {
 // be re-picked.
 var ErrOpen = errors.New("circuit breaker open")
 
-type transition struct{ from, to State }
-
 // Breaker is the circuit breaker of one backend. All its methods are safe
 // for concurrent use.
 type Breaker struct {
 	// Immutable after New.
 	name      string
 	cfg       config.Breaker
-	threshold int           // breaker.consecutive_failures
-	trials    int           // breaker.half_open_requests
+	threshold int64         // breaker.consecutive_failures
+	trials    int64         // breaker.half_open_requests
 	openFor   time.Duration // breaker.open_for
 	now       func() time.Time
 	epoch     time.Time // now() at New: the origin of every timestamp below
@@ -111,22 +113,14 @@ type Breaker struct {
 	errOpen   error // wraps ErrOpen; built once so rejections do not allocate
 	errFull   error // wraps ErrOpen
 
-	// Written under mu, read lock-free by Available: a copy of the state,
-	// and when an open breaker may admit trials (the clock's time since
-	// epoch). openUntil is stored before state, so a reader that sees Open
-	// sees its deadline.
-	state     atomic.Int32
-	openUntil atomic.Int64
+	// cur is the current window. Read lock-free by everyone; replaced only
+	// by transition, under mu.
+	cur atomic.Pointer[window]
 
-	// mu guards the state machine and the transition queue. It is never
-	// held while calling onChange.
+	// mu serializes transitions and guards the transition queue. It is
+	// never held while calling onChange, nor by Allow or Done unless they
+	// make a transition.
 	mu sync.Mutex
-	// gen counts state changes; an outcome reported for a request admitted
-	// in an earlier generation is ignored.
-	gen       uint64
-	failures  int // closed: consecutive failures
-	taken     int // half-open: trial slots taken (admitted, not Ignored)
-	successes int // half-open: successful trials
 	// Transitions not yet delivered to onChange. They are queued under mu
 	// and delivered by flush once mu is released, so onChange can call
 	// back into the breaker.
@@ -134,6 +128,32 @@ type Breaker struct {
 	pending    []transition
 	delivering bool
 }
+
+// window is one generation of a breaker: the state one transition entered
+// and that state's counters. A transition never changes a window; it
+// installs a new one (one small allocation per transition, none per
+// request). A Ticket names the window its request was admitted in, so an
+// outcome always lands in that window's counters: an outcome from before a
+// transition moves only counters nobody consults any more, and can never
+// count in the new window. A counter that reaches its limit asks for a
+// transition away from its own window, which happens only if that window is
+// still current (checked under the breaker's mutex), so each window is left
+// exactly once whatever the number of goroutines racing to leave it.
+//
+// Per request, the closed state costs Allow one atomic load and Done one
+// more (a success writes only when it ends a run of failures); the open
+// state's rejection costs an atomic load and a clock read; half-open admits
+// with a compare-and-swap on taken, which never exceeds the trial count.
+type window struct {
+	b         *Breaker
+	state     State
+	openUntil int64        // Open: the clock's time since epoch after which it may half-open
+	failures  atomic.Int64 // Closed: consecutive failures
+	taken     atomic.Int64 // HalfOpen: trial slots taken (admitted, not Ignored)
+	successes atomic.Int64 // HalfOpen: successful trials
+}
+
+type transition struct{ from, to State }
 
 // New returns the breaker of the backend called name, configured by cfg
 // (which must have passed config.Validate: the breaker converts, it does not
@@ -143,18 +163,18 @@ type Breaker struct {
 //
 // onChange, if not nil, is called exactly once per state transition, in
 // order, with the breaker's name. It is never called with a lock held, so it
-// may call the breaker's methods; it runs on the goroutine whose Allow, done
-// or State call made or observed the transition (or on one already
-// delivering an earlier transition), so it should be quick (set a gauge, log
-// a line). The transition out of open is lazy: an open breaker moves to
-// half-open when it is next asked, by Allow, done or State, once the clock
-// is past open_for after the opening.
+// may call the breaker's methods; it runs on the goroutine whose Allow, Done
+// or State call made the transition (or on one already delivering an
+// earlier transition), so it should be quick (set a gauge, log a line). The
+// transition out of open is lazy: an open breaker moves to half-open when
+// it is next asked, by Allow, Done or State, once the clock is past
+// open_for after the opening.
 func New(name string, cfg config.Breaker, now func() time.Time, onChange func(name string, from, to State)) *Breaker {
 	b := &Breaker{
 		name:      name,
 		cfg:       cfg,
-		threshold: cfg.ConsecutiveFailures,
-		trials:    cfg.HalfOpenRequests,
+		threshold: int64(cfg.ConsecutiveFailures),
+		trials:    int64(cfg.HalfOpenRequests),
 		openFor:   cfg.OpenFor.D(),
 		now:       now,
 		onChange:  onChange,
@@ -166,6 +186,7 @@ func New(name string, cfg config.Breaker, now func() time.Time, onChange func(na
 	} else {
 		b.epoch = now()
 	}
+	b.cur.Store(&window{b: b, state: Closed})
 	return b
 }
 
@@ -180,31 +201,37 @@ func (b *Breaker) elapsed() int64 {
 	return int64(b.now().Sub(b.epoch))
 }
 
-// current moves an open breaker whose open_for has passed to half-open and
-// returns the state. Call with mu held. Available uses the same test.
-func (b *Breaker) current() State {
-	s := State(b.state.Load())
-	if s == Open && b.elapsed() > b.openUntil.Load() {
-		b.setState(HalfOpen)
-		return HalfOpen
+// current returns the current window, first moving an open breaker whose
+// open_for has passed to half-open. Available uses the same test.
+func (b *Breaker) current() *window {
+	w := b.cur.Load()
+	if w.state == Open && b.elapsed() > w.openUntil {
+		b.transition(w, HalfOpen)
+		w = b.cur.Load()
 	}
-	return s
+	return w
 }
 
-// setState moves the breaker to s, starts a new generation and queues the
-// transition. Call with mu held and s different from the current state.
-func (b *Breaker) setState(s State) {
-	from := State(b.state.Load())
-	b.gen++
-	b.failures, b.taken, b.successes = 0, 0, 0
-	if s == Open {
-		b.openUntil.Store(b.elapsed() + int64(b.openFor))
+// transition replaces from, if it is still the current window, by a fresh
+// window in state to, and delivers the transition to onChange. If another
+// goroutine already left from, it does nothing.
+func (b *Breaker) transition(from *window, to State) {
+	b.mu.Lock()
+	if b.cur.Load() != from {
+		b.mu.Unlock()
+		return
 	}
-	b.state.Store(int32(s))
+	w := &window{b: b, state: to}
+	if to == Open {
+		w.openUntil = b.elapsed() + int64(b.openFor)
+	}
+	b.cur.Store(w)
 	if b.onChange != nil {
-		b.pending = append(b.pending, transition{from, s})
+		b.pending = append(b.pending, transition{from.state, to})
 		b.hasPending.Store(true)
 	}
+	b.mu.Unlock()
+	b.flush()
 }
 
 // flush delivers queued transitions to onChange. Only one goroutine
@@ -258,58 +285,84 @@ func (b *Breaker) Name() string { return b.name }
 // Config returns the configuration the breaker runs with.
 func (b *Breaker) Config() config.Breaker { return b.cfg }
 
+// Ticket is an admitted request's claim on its breaker, returned by Allow:
+// a small value (no allocation) to be kept until the request ends and then
+// passed its Outcome with Done. The zero Ticket belongs to no breaker; its
+// Done does nothing.
+type Ticket struct{ w *window }
+
 // Allow asks to send one request to the backend. If the breaker admits it,
-// Allow returns done, which the caller must call exactly once with the
-// request's Outcome (Ignore if it abandons the request): in half-open an
-// unreported trial holds its slot forever. Outcomes of requests admitted
+// Allow returns a Ticket whose Done the caller must call exactly once with
+// the request's Outcome (Ignore if it abandons the request): in half-open
+// an unreported trial holds its slot forever. Outcomes of requests admitted
 // before the last state change are ignored. If the breaker rejects the
-// request (open, or half-open with every trial slot taken), done is nil and
-// err wraps ErrOpen; a rejection does not allocate.
-func (b *Breaker) Allow() (done func(Outcome), err error) {
-	b.mu.Lock()
-	switch b.current() {
-	case Open:
-		err = b.errOpen
-	case HalfOpen:
-		if b.taken >= b.trials {
-			err = b.errFull
-		} else {
-			b.taken++
+// request (open, or half-open with every trial slot taken), the Ticket is
+// the zero Ticket and err wraps ErrOpen. Neither admitting nor rejecting
+// allocates or takes a lock, unless the call moves the breaker from open to
+// half-open.
+func (b *Breaker) Allow() (Ticket, error) {
+	for {
+		w := b.current()
+		switch w.state {
+		case Closed:
+			return Ticket{w}, nil
+		case Open:
+			return Ticket{}, b.errOpen
 		}
+		n := w.taken.Load()
+		if n >= b.trials {
+			return Ticket{}, b.errFull
+		}
+		if !w.taken.CompareAndSwap(n, n+1) {
+			continue
+		}
+		if b.cur.Load() == w {
+			// The slot was taken while w was current: the request is
+			// one of w's trials.
+			return Ticket{w}, nil
+		}
+		// w was left (a trial failed or all succeeded) before the slot was
+		// taken: this is no trial of w, and w's counters no longer matter.
 	}
-	gen := b.gen
-	b.mu.Unlock()
-	b.flush()
-	if err != nil {
-		return nil, err
-	}
-	return func(o Outcome) { b.report(gen, o) }, nil
 }
 
-// report applies the outcome of a request admitted in generation gen.
-func (b *Breaker) report(gen uint64, o Outcome) {
-	b.mu.Lock()
-	s := b.current()
-	if gen == b.gen {
-		switch {
-		case o == Success && s == Closed:
-			b.failures = 0
-		case o == Success && s == HalfOpen:
-			if b.successes++; b.successes >= b.trials {
-				b.setState(Closed)
+// Done reports the outcome of the request t admitted. It must be called
+// exactly once per admitted request.
+func (t Ticket) Done(o Outcome) {
+	w := t.w
+	if w == nil {
+		return
+	}
+	b := w.b
+	if b.current() != w {
+		return // a stale outcome: its window was left
+	}
+	switch w.state {
+	case Closed:
+		switch o {
+		case Success:
+			if w.failures.Load() != 0 {
+				w.failures.Store(0)
 			}
-		case o == Failure && s == Closed:
-			if b.failures++; b.failures >= b.threshold {
-				b.setState(Open)
+		case Failure:
+			// The counter only steps by one or resets, so exactly one
+			// failure of a run sees the threshold.
+			if w.failures.Add(1) == b.threshold {
+				b.transition(w, Open)
 			}
-		case o == Failure && s == HalfOpen:
-			b.setState(Open)
-		case s == HalfOpen: // Ignore (or an unknown value): free the slot
-			b.taken--
+		}
+	case HalfOpen:
+		switch o {
+		case Success:
+			if w.successes.Add(1) == b.trials {
+				b.transition(w, Closed)
+			}
+		case Failure:
+			b.transition(w, Open)
+		default: // Ignore (or an unknown value): free the slot
+			w.taken.Add(-1)
 		}
 	}
-	b.mu.Unlock()
-	b.flush()
 }
 
 // Available reports, without locking, whether the breaker may admit a
@@ -320,18 +373,15 @@ func (b *Breaker) report(gen uint64, o Outcome) {
 // and Allow rejects). It is meant for filtering candidates on the hot path;
 // Allow has the final word.
 func (b *Breaker) Available() bool {
-	if State(b.state.Load()) != Open {
+	w := b.cur.Load()
+	if w.state != Open {
 		return true
 	}
-	return b.elapsed() > b.openUntil.Load()
+	return b.elapsed() > w.openUntil
 }
 
 // State returns the breaker's current state, moving an open breaker whose
 // open_for has passed to half-open (and reporting that transition).
 func (b *Breaker) State() State {
-	b.mu.Lock()
-	s := b.current()
-	b.mu.Unlock()
-	b.flush()
-	return s
+	return b.current().state
 }

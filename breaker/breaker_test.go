@@ -27,7 +27,7 @@ func report(t *testing.T, b *Breaker, o Outcome) {
 	if err != nil {
 		t.Fatalf("Allow in state %v: %v", b.State(), err)
 	}
-	done(o)
+	done.Done(o)
 }
 
 // recorder collects onChange calls.
@@ -89,8 +89,8 @@ func TestOpenRejectsThenHalfOpens(t *testing.T) {
 		report(t, b, Failure)
 
 		done, err := b.Allow()
-		if done != nil || !errors.Is(err, ErrOpen) {
-			t.Fatalf("Allow while open: done is nil = %v, err = %v; want nil, ErrOpen", done == nil, err)
+		if done != (Ticket{}) || !errors.Is(err, ErrOpen) {
+			t.Fatalf("Allow while open: ticket is zero = %v, err = %v; want zero, ErrOpen", done == (Ticket{}), err)
 		}
 		if err.Error() != "backend vllm-1: circuit breaker open" {
 			t.Fatalf("err = %q", err)
@@ -121,7 +121,7 @@ func TestOpenRejectsThenHalfOpens(t *testing.T) {
 		if _, err := b.Allow(); !errors.Is(err, ErrOpen) {
 			t.Fatalf("second trial with half_open_requests=1: %v", err)
 		}
-		done(Success)
+		done.Done(Success)
 		if s := b.State(); s != Closed {
 			t.Fatalf("State after trial success = %v, want closed", s)
 		}
@@ -143,11 +143,11 @@ func TestHalfOpenFailureReopens(t *testing.T) {
 		if err1 != nil || err2 != nil {
 			t.Fatalf("trials rejected: %v, %v", err1, err2)
 		}
-		d1(Success)
+		d1.Done(Success)
 		if s := b.State(); s != HalfOpen {
 			t.Fatalf("after 1 of 2 successes: %v, want half-open", s)
 		}
-		d2(Failure)
+		d2.Done(Failure)
 		if s := b.State(); s != Open {
 			t.Fatalf("after a trial failure: %v, want open", s)
 		}
@@ -181,7 +181,7 @@ func TestHalfOpenAdmitsExactly(t *testing.T) {
 
 		var (
 			mu    sync.Mutex
-			dones []func(Outcome)
+			dones []Ticket
 			wg    sync.WaitGroup
 			full  atomic.Int32
 		)
@@ -205,7 +205,7 @@ func TestHalfOpenAdmitsExactly(t *testing.T) {
 			t.Fatalf("admitted %d, rejected %d; want %d, %d", len(dones), full.Load(), trials, 20-trials)
 		}
 
-		dones[0](Ignore) // frees its slot without counting
+		dones[0].Done(Ignore) // frees its slot without counting
 		if s := b.State(); s != HalfOpen {
 			t.Fatalf("after Ignore: %v, want half-open", s)
 		}
@@ -216,12 +216,12 @@ func TestHalfOpenAdmitsExactly(t *testing.T) {
 		if _, err := b.Allow(); !errors.Is(err, ErrOpen) {
 			t.Fatalf("admitted beyond half_open_requests: %v", err)
 		}
-		dones[1](Success)
-		dones[2](Success)
+		dones[1].Done(Success)
+		dones[2].Done(Success)
 		if s := b.State(); s != HalfOpen {
 			t.Fatalf("after 2 of 3 successes: %v, want half-open", s)
 		}
-		again(Success)
+		again.Done(Success)
 		if s := b.State(); s != Closed {
 			t.Fatalf("after 3 successes: %v, want closed", s)
 		}
@@ -241,7 +241,7 @@ func TestStaleOutcomeIgnored(t *testing.T) {
 	if b.State() != Open {
 		t.Fatal("not open")
 	}
-	old(Success) // from the closed generation: ignored
+	old.Done(Success) // from the closed generation: ignored
 	if s := b.State(); s != Open {
 		t.Fatalf("stale success changed the state to %v", s)
 	}
@@ -257,7 +257,7 @@ func TestOnChangeMayCallBreaker(t *testing.T) {
 			seen = append(seen, b.State())
 			_ = b.Available()
 			if done, err := b.Allow(); err == nil {
-				done(Ignore)
+				done.Done(Ignore)
 			}
 		})
 		report(t, b, Failure)
@@ -322,11 +322,11 @@ func TestConcurrentHammer(t *testing.T) {
 				}
 				switch p := r.IntN(10); {
 				case p < 4:
-					done(Failure)
+					done.Done(Failure)
 				case p < 5:
-					done(Ignore)
+					done.Done(Ignore)
 				default:
-					done(Success)
+					done.Done(Success)
 				}
 			}
 		})
@@ -395,7 +395,7 @@ func BenchmarkAllowDone(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		done(Success)
+		done.Done(Success)
 	}
 }
 
@@ -408,7 +408,7 @@ func BenchmarkAllowDoneParallel(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			done(Success)
+			done.Done(Success)
 		}
 	})
 }
@@ -416,7 +416,7 @@ func BenchmarkAllowDoneParallel(b *testing.B) {
 func BenchmarkAllowRejected(b *testing.B) {
 	br := New("b", cfg(1, 1, time.Hour), nil, nil)
 	done, _ := br.Allow()
-	done(Failure)
+	done.Done(Failure)
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := br.Allow(); err == nil {
@@ -434,7 +434,7 @@ func BenchmarkAvailable(b *testing.B) {
 			br := New("b", cfg(1, 1, time.Hour), nil, nil)
 			if tc.open {
 				done, _ := br.Allow()
-				done(Failure)
+				done.Done(Failure)
 			}
 			b.ReportAllocs()
 			for b.Loop() {

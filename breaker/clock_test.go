@@ -39,7 +39,7 @@ func TestInjectedClockDecidesOpenFor(t *testing.T) {
 		if b.Available() {
 			t.Fatalf("Available %v after opening (open_for %v)", at, openFor)
 		}
-		if done, err := b.Allow(); done != nil || !errors.Is(err, ErrOpen) {
+		if done, err := b.Allow(); done != (Ticket{}) || !errors.Is(err, ErrOpen) {
 			t.Fatalf("Allow admitted %v after opening (open_for %v), err %v", at, openFor, err)
 		}
 		if s := b.State(); s != Open {
@@ -54,7 +54,7 @@ func TestInjectedClockDecidesOpenFor(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Available said yes, Allow rejected: %v", err)
 	}
-	done(Failure) // the trial fails: open again, for open_for from now
+	done.Done(Failure) // the trial fails: open again, for open_for from now
 	if b.Available() {
 		t.Fatal("Available right after the trial failed")
 	}
@@ -111,7 +111,7 @@ func TestLazyMoveOnDone(t *testing.T) {
 	}
 	report(t, b, Failure)
 	clk.advance(2 * time.Second)
-	old(Failure) // stale: must not reopen
+	old.Done(Failure) // stale: must not reopen
 	want := []string{"closed>open", "open>half-open"}
 	if got := rec.transitions(); !equal(got, want) {
 		t.Fatalf("transitions = %q, want %q", got, want)

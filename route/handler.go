@@ -172,7 +172,7 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 			rc.id = strconv.AppendInt(rc.id, int64(ntried-1), 10)
 		}
 		p.metrics.decided(dec)
-		done, err := b.brk.Allow()
+		ticket, err := b.brk.Allow()
 		if err != nil {
 			lastErr = ErrNotSent
 			reason = retryBreaker
@@ -180,7 +180,7 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 		}
 		attempts++
 		req.Header.SetBytesV(hdrRequestID, rc.id)
-		f, err := p.forward(ctx, rt, rc, b, done, start, dec, attempts, idReplaced)
+		f, err := p.forward(ctx, rt, rc, b, ticket, start, dec, attempts, idReplaced)
 		if err == nil {
 			settled = true // bodyStream.Close settles
 			return

@@ -28,7 +28,7 @@ import (
 // now, so the breaker ignores it, and the backend's other idle connections,
 // pooled before the same event, are closed so that the next request dials
 // afresh (a dead pod then refuses the dial, which the breaker counts).
-func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *Backend, done func(breaker.Outcome), start time.Time, dec Decision, attempt int, idReplaced bool) (failure, error) {
+func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *Backend, ticket breaker.Ticket, start time.Time, dec Decision, attempt int, idReplaced bool) (failure, error) {
 	req := &ctx.Request
 	p.memory.NoteDispatch(b, &rc.info, start)
 	// The backend's scheme, whatever the client's request line said: an
@@ -62,7 +62,7 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 		fasthttp.ReleaseResponse(resp)
 		p.endWork(b, &work, false)
 		b.state.Finish()
-		done(outcome)
+		ticket.Done(outcome)
 		switch f.kind {
 		case failConnect, failWrite:
 			return f, errors.Join(ErrNotSent, err)
@@ -82,7 +82,7 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 		fasthttp.ReleaseResponse(resp)
 		p.endWork(b, &work, false)
 		b.state.Finish()
-		done(breaker.Failure)
+		ticket.Done(breaker.Failure)
 		return failure{}, errors.Join(ErrUpstream, errSwitchingProtocols)
 	}
 	if rt.orca {
@@ -102,12 +102,12 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 
 	sse := bytesHasPrefix(resp.Header.ContentType(), "text/event-stream")
 	if up := resp.BodyStream(); up != nil && bufferable(resp.Header.ContentLength(), sse) {
-		return p.forwardBuffered(ctx, rt, rc, b, resp, up, done, accounting{start: start, firstByte: p.now().Sub(start), status: status, code: status, dec: dec, attempt: attempt, idReplaced: idReplaced, work: work})
+		return p.forwardBuffered(ctx, rt, rc, b, resp, up, ticket, accounting{start: start, firstByte: p.now().Sub(start), status: status, code: status, dec: dec, attempt: attempt, idReplaced: idReplaced, work: work})
 	}
 
 	hijack := hijackable(ctx, resp, sse)
 	s := bodyStreamPool.Get().(*bodyStream)
-	s.p, s.b, s.resp, s.done = p, b, resp, done
+	s.p, s.b, s.resp, s.ticket = p, b, resp, ticket
 	s.up = resp.BodyStream()
 	s.client = ctx.Conn()
 	s.idle = rt.idle
@@ -140,7 +140,7 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 // upstream failure the client learns of as an error status (nothing of the
 // answer reached it yet; the request reached the backend, so it is never
 // resent).
-func (p *Proxy) forwardBuffered(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *Backend, resp *fasthttp.Response, up io.Reader, done func(breaker.Outcome), a accounting) (failure, error) {
+func (p *Proxy) forwardBuffered(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *Backend, resp *fasthttp.Response, up io.Reader, ticket breaker.Ticket, a accounting) (failure, error) {
 	p.metrics.firstByte.Observe(a.firstByte.Seconds())
 	size := resp.Header.ContentLength()
 	err := readBuffered(up, size, &ctx.Response)
@@ -148,7 +148,7 @@ func (p *Proxy) forwardBuffered(ctx *fasthttp.RequestCtx, rt *settings, rc *reqC
 	fasthttp.ReleaseResponse(resp)
 	if err != nil {
 		b.state.Finish()
-		done(breaker.Failure)
+		ticket.Done(breaker.Failure)
 		if b.draining.Load() {
 			p.reap()
 		}
@@ -162,14 +162,14 @@ func (p *Proxy) forwardBuffered(ctx *fasthttp.RequestCtx, rt *settings, rc *reqC
 	if rt.accessLog {
 		a.id = string(rc.id)
 	}
-	p.settle(b, done, &a)
+	p.settle(b, ticket, &a)
 	return failure{}, nil
 }
 
 // settle records the end of a forwarded request: breaker outcome, local
 // in-flight count, metrics and the access log line.
-func (p *Proxy) settle(b *Backend, done func(breaker.Outcome), a *accounting) {
-	done(a.outcome)
+func (p *Proxy) settle(b *Backend, ticket breaker.Ticket, a *accounting) {
+	ticket.Done(a.outcome)
 	p.endWork(b, &a.work, a.outcome == breaker.Success)
 	b.state.Finish()
 	p.metrics.requests(b, a.code)

@@ -24,8 +24,8 @@ type bodyStream struct {
 	b      *Backend
 	resp   *fasthttp.Response
 	up     io.Reader
-	client net.Conn // client connection: its write deadline is re-armed per chunk
-	done   func(breaker.Outcome)
+	client net.Conn       // client connection: its write deadline is re-armed per chunk
+	ticket breaker.Ticket // the breaker admitted the request; told its outcome once
 	acct   accounting
 
 	sse      bool
@@ -146,7 +146,7 @@ func (s *bodyStream) finish() {
 		a.outcome = breaker.Ignore
 		a.code = 499
 	}
-	s.p.settle(s.b, s.done, a)
+	s.p.settle(s.b, s.ticket, a)
 }
 
 // recycle returns s to its pool, keeping its bound hijack handler.
