@@ -216,27 +216,28 @@ type View struct {
 //
 // View does not allocate and takes no lock.
 func (s *State) View(now time.Time, staleAfter time.Duration) View {
-	r := s.latest.Load() // before the counters: see the subtraction below
-	f := s.finished.Load()
-	d := s.dispatched.Load()
-	inflight := 0
-	if d > f {
-		inflight = int(d - f)
-	}
-	v := View{Queue: float64(inflight), KVUse: -1, Waiting: -1, Source: SourceLocal, Inflight: inflight}
+	var v View
+	s.ViewInto(&v, now, staleAfter)
+	return v
+}
+
+// ViewInto sets *v to View(now, staleAfter), writing the fields in place:
+// a caller filling a slice of views saves a copy of the struct per view.
+func (s *State) ViewInto(v *View, now time.Time, staleAfter time.Duration) {
+	r := s.latest.Load() // before the counters: see counts
+	inflight, corr := s.counts(r)
+	v.Queue, v.KVUse, v.Waiting, v.Source, v.Inflight = float64(inflight), -1, -1, SourceLocal, inflight
+	v.MaxLoRA, v.RunningLoRAs, v.WaitingLoRAs, v.BaseModel = 0, nil, nil, ""
+	v.Age, v.Correction = 0, 0
 	v.PrefillTokens, v.DecodeTokens, v.NsPerToken = s.Work()
 	v.PrefillRequests = int(max(s.prefillWaiting.Load(), 0))
 	if r == nil {
-		return v
+		return
 	}
 	age := max(now.Sub(r.load.At), 0)
 	if age >= staleAfter {
-		return v
+		return
 	}
-	// Counters only grow and d, f were read after r was published, so the
-	// differences are the counts since the report (two's complement keeps
-	// them exact even if a concurrent Report raced the reads).
-	corr := int(d-r.dispatched) - int(f-r.finished)
 	v.Source = r.load.Source
 	v.Age = age
 	v.KVUse = r.load.KVUse
@@ -247,13 +248,81 @@ func (s *State) View(now time.Time, staleAfter time.Duration) View {
 	v.BaseModel = r.load.BaseModel
 	if q := r.load.Queue(); q >= 0 {
 		v.Correction = corr
-		// Floor at our own in-flight count: requests we sent before the
-		// report was taken may not have reached the server's gauges yet
-		// (they sit in its HTTP layer or on the wire), and the correction
-		// only counts what we sent after the report was published. Without
-		// the floor, a burst of simultaneous decisions all read the same
-		// report and herd onto the server it showed idle.
-		v.Queue = float64(max(q+corr, inflight, 0))
+		v.Queue = correctedQueue(q, corr, inflight)
 	}
-	return v
+}
+
+// counts returns this proxy's in-flight count to the backend and, when r
+// is not nil, the requests dispatched since r minus those finished since.
+// r must have been loaded before the call.
+func (s *State) counts(r *report) (inflight, corr int) {
+	f := s.finished.Load()
+	d := s.dispatched.Load()
+	if d > f {
+		inflight = int(d - f)
+	}
+	if r != nil {
+		// Counters only grow and d, f were read after r was published,
+		// so the differences are the counts since the report (two's
+		// complement keeps them exact even if a concurrent Report raced
+		// the reads).
+		corr = int(d-r.dispatched) - int(f-r.finished)
+	}
+	return inflight, corr
+}
+
+// correctedQueue is a fresh report's queue q corrected by corr, floored at
+// this proxy's own in-flight count: requests sent before the report was
+// taken may not have reached the server's gauges yet (they sit in its HTTP
+// layer or on the wire), and the correction only counts what was sent
+// after the report was published. Without the floor, a burst of
+// simultaneous decisions all read the same report and herd onto the
+// server it showed idle.
+func correctedQueue(q, corr, inflight int) float64 {
+	return float64(max(q+corr, inflight, 0))
+}
+
+// Brief is the part of a View that ranks backends against each other by
+// load: the fields the router's load model and the queue and KV scorers
+// read, each equal to the View's field of the same name at the same
+// instant. It holds no pointer, so reading many of them is cheap.
+type Brief struct {
+	Queue, KVUse                float64
+	Waiting                     int
+	Source                      Source
+	PrefillTokens, DecodeTokens float64
+	PrefillRequests             int
+	NsPerToken                  float64
+}
+
+// BriefInto sets *b to the Brief of the View at now with staleAfter, given
+// cutoff = now.Add(-staleAfter): a report is fresh when its At is after
+// cutoff, which is exactly View's "younger than staleAfter" (one time
+// comparison per backend instead of a subtraction, for a caller reading
+// many backends at one instant). It writes the fields in place rather
+// than returning a struct, which a caller reading many backends would
+// copy. It does not allocate and takes no lock.
+func (s *State) BriefInto(b *Brief, cutoff time.Time) {
+	r := s.latest.Load() // before the counters: see counts
+	inflight, corr := s.counts(r)
+	b.PrefillTokens, b.DecodeTokens, b.NsPerToken = s.Work()
+	b.PrefillRequests = int(max(s.prefillWaiting.Load(), 0))
+	if r == nil || !r.load.At.After(cutoff) {
+		b.Queue, b.KVUse, b.Waiting, b.Source = float64(inflight), -1, -1, SourceLocal
+		return
+	}
+	b.Source = r.load.Source
+	b.KVUse = r.load.KVUse
+	b.Waiting = r.load.Waiting
+	b.Queue = float64(inflight)
+	if q := r.load.Queue(); q >= 0 {
+		b.Queue = correctedQueue(q, corr, inflight)
+	}
+}
+
+// Brief returns v's Brief.
+func (v *View) Brief() Brief {
+	return Brief{Queue: v.Queue, KVUse: v.KVUse, Waiting: v.Waiting, Source: v.Source,
+		PrefillTokens: v.PrefillTokens, DecodeTokens: v.DecodeTokens,
+		PrefillRequests: v.PrefillRequests, NsPerToken: v.NsPerToken}
 }

@@ -61,6 +61,16 @@ type LoadInput struct {
 
 // Queue returns the candidate's queue for the scorers (see LoadModel).
 func (m *LoadModel) Queue(v *probe.View, in *LoadInput) float64 {
+	if !m.Tokens {
+		return v.Queue
+	}
+	b := v.Brief()
+	return m.BriefQueue(&b, in)
+}
+
+// BriefQueue is Queue on the load fields of a view alone: Queue(v, in) ==
+// BriefQueue(v.Brief(), in).
+func (m *LoadModel) BriefQueue(v *probe.Brief, in *LoadInput) float64 {
 	if !m.Tokens || in.MeanPrompt <= 0 || in.RefNs <= 0 {
 		return v.Queue
 	}
@@ -93,6 +103,22 @@ func RefNs(views []probe.View) float64 {
 			n++
 		}
 	}
+	return refMean(sum, n)
+}
+
+// briefRefNs is RefNs over briefs.
+func briefRefNs(briefs []probe.Brief) float64 {
+	sum, n := 0.0, 0
+	for i := range briefs {
+		if briefs[i].NsPerToken > 0 {
+			sum += briefs[i].NsPerToken
+			n++
+		}
+	}
+	return refMean(sum, n)
+}
+
+func refMean(sum float64, n int) float64 {
 	if n == 0 {
 		return 1
 	}

@@ -109,3 +109,8 @@ func (m *Memory) endWork(b *Backend, w *workTicket, complete bool) {
 func loadInput(m *Memory, info *RequestInfo, views []probe.View) LoadInput {
 	return LoadInput{MeanPrompt: m.book.MeanPrompt(float64(max(info.PromptTokens, 1))), RefNs: RefNs(views)}
 }
+
+// briefLoadInput is loadInput over briefs.
+func briefLoadInput(m *Memory, info *RequestInfo, briefs []probe.Brief) LoadInput {
+	return LoadInput{MeanPrompt: m.book.MeanPrompt(float64(max(info.PromptTokens, 1))), RefNs: briefRefNs(briefs)}
+}

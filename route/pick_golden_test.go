@@ -213,4 +213,20 @@ func TestProbeDecisionsGolden(t *testing.T) {
 			t.Errorf("scenario decisions differ:\n got %s\nwant %s", got[i], want[i])
 		}
 	}
+	// Through a ViewSource other than StateViews (as the benchmark's
+	// oracle installs), which the picker reads view by view: the same.
+	generic := goldenDecisions(t, func() ViewSource { return stateViewsWrapper{} })
+	for i := range generic {
+		if generic[i] != want[i] {
+			t.Errorf("scenario decisions through a ViewSource differ:\n got %s\nwant %s", generic[i], want[i])
+		}
+	}
+}
+
+// stateViewsWrapper reads the backends' states as StateViews does, but is
+// another type: the pickers take their generic path.
+type stateViewsWrapper struct{}
+
+func (stateViewsWrapper) View(b *Backend, now time.Time, staleAfter time.Duration) probe.View {
+	return b.state.View(now, staleAfter)
 }

@@ -10,17 +10,18 @@ import (
 // this proxy's own in-flight counts (no reports).
 type leastInflightPicker struct {
 	bs   []*Backend
+	mod  modN
 	d    int
 	rand Rand
 }
 
 func newLeastInflightPicker(pc *PickerConfig, pool *Pool, d *Deps) Picker {
-	return &leastInflightPicker{bs: pool.backends, d: pc.D, rand: d.Rand}
+	return &leastInflightPicker{bs: pool.backends, mod: newModN(len(pool.backends)), d: pc.D, rand: d.Rand}
 }
 
 // Pick implements Picker.
 func (p *leastInflightPicker) Pick(_ context.Context, _ *RequestInfo, exclude []*Backend, s *Scratch) (*Backend, Decision, error) {
-	k := sampleEligible(p.bs, s.sample[:p.d], exclude, p.rand)
+	k := sampleEligible(p.bs, &p.mod, s.sample[:p.d], exclude, p.rand)
 	if k == 0 {
 		return nil, Decision{}, ErrNoBackend
 	}

@@ -3,6 +3,8 @@ package route
 import (
 	"context"
 	"time"
+
+	"github.com/probegate/probegate/probe"
 )
 
 // loraWindow is how long a dispatch of an adapter to a backend counts as
@@ -70,7 +72,7 @@ func (p *probePicker) Pick(ctx context.Context, info *RequestInfo, exclude []*Ba
 		}
 	}
 	exclude = excl
-	k += sampleEligible(bs, s.sample[k:d], exclude, p.sc.rand)
+	k += sampleEligible(bs, &p.sc.modN, s.sample[k:d], exclude, p.sc.rand)
 	if k == 0 {
 		return nil, Decision{}, ErrNoBackend
 	}
@@ -79,7 +81,7 @@ func (p *probePicker) Pick(ctx context.Context, info *RequestInfo, exclude []*Ba
 	if hedges := p.sc.pc.Hedges; p.prober != nil && hedges > 0 && len(bs) > k {
 		s.excl = append(s.excl[:0], exclude...)
 		s.excl = append(s.excl, cands...)
-		n := sampleEligible(bs, s.spare[:hedges], s.excl, p.sc.rand)
+		n := sampleEligible(bs, &p.sc.modN, s.spare[:hedges], s.excl, p.sc.rand)
 		spares = s.spare[:n]
 	}
 	if p.prober != nil {
@@ -121,7 +123,7 @@ func (p *probePicker) affine(info *RequestInfo, s *Scratch, exclude []*Backend) 
 	// bounded scan, not one per backend.
 	adapter := p.sc.mem.adapters.Has(info.ModelHash)
 	if !adapter {
-		off := int(p.sc.rand() % uint64(len(bs)))
+		off := int(p.sc.modN.mod(p.sc.rand()))
 		for i := range min(len(bs), memoryScan) {
 			if l := bs[(off+i)%len(bs)].state.Latest(); l != nil && l.BaseModel != "" {
 				adapter = string(info.Model) != l.BaseModel
@@ -135,7 +137,7 @@ func (p *probePicker) affine(info *RequestInfo, s *Scratch, exclude []*Backend) 
 	// Loaded first, then a free adapter slot, scanning from a random
 	// offset so ties spread.
 	now := p.sc.now()
-	start := int(p.sc.rand() % uint64(len(bs)))
+	start := int(p.sc.modN.mod(p.sc.rand()))
 	var free *Backend
 	for i := range bs {
 		b := bs[(start+i)%len(bs)]
@@ -176,6 +178,7 @@ func (p *probePicker) prefixHolder(info *RequestInfo, exclude []*Backend) *Backe
 	bestN, bestQ, ties := 0, 0.0, 0
 	r := p.sc.rand()
 	now := p.sc.now()
+	cutoff := now.Add(-p.sc.pc.StaleAfter)
 	x.Holders(blocks, func(b *Backend) bool {
 		if b == best || !b.Eligible() || contains(exclude, b) {
 			return b == best
@@ -184,13 +187,15 @@ func (p *probePicker) prefixHolder(info *RequestInfo, exclude []*Backend) *Backe
 		if n == 0 || n < bestN {
 			return n > 0
 		}
-		q := p.sc.views.View(b, now, p.sc.pc.StaleAfter).Queue
+		var v probe.Brief
+		p.sc.brief(&v, b, now, cutoff)
+		q := v.Queue
 		switch {
 		case n > bestN || q < bestQ:
 			best, bestN, bestQ, ties = b, n, q, 1
 		case q == bestQ:
 			ties++
-			if mix64(&r)%uint64(ties) == 0 {
+			if tieMod(mix64(&r), ties) == 0 {
 				best = b
 			}
 		}
@@ -226,7 +231,7 @@ func (p *probePicker) bestCached(info *RequestInfo, s *Scratch, exclude []*Backe
 			}
 		}
 	} else {
-		scan = scan[:sampleEligible(bs, s.memo[:memoryScan], exclude, p.sc.rand)]
+		scan = scan[:sampleEligible(bs, &p.sc.modN, s.memo[:memoryScan], exclude, p.sc.rand)]
 	}
 	if holder != nil && !contains(scan, holder) && !contains(exclude, holder) {
 		scan = append(scan, holder) // s.memo has room for it
@@ -235,12 +240,15 @@ func (p *probePicker) bestCached(info *RequestInfo, s *Scratch, exclude []*Backe
 		return nil
 	}
 	now := p.sc.now()
-	cands := s.memoCands[:0]
-	views := s.memoViews[:0]
-	for _, b := range scan {
-		views = append(views, p.sc.views.View(b, now, p.sc.pc.StaleAfter))
+	cutoff := now.Add(-p.sc.pc.StaleAfter)
+	briefs := s.memoBriefs[:len(scan)]
+	for i, b := range scan {
+		p.sc.brief(&briefs[i], b, now, cutoff)
 	}
-	li := loadInput(p.sc.mem, info, views)
+	var li LoadInput // requests mode reads the queue alone
+	if p.sc.pc.Load.Tokens {
+		li = briefLoadInput(p.sc.mem, info, briefs)
+	}
 	w := Weights{Queue: p.sc.pc.Weights.Queue, KVCache: p.sc.pc.Weights.KVCache}
 	var blocks []uint64
 	if holder != nil {
@@ -249,16 +257,17 @@ func (p *probePicker) bestCached(info *RequestInfo, s *Scratch, exclude []*Backe
 		blocks = info.Blocks[:info.NBlocks]
 		w.Prefix = p.sc.pc.Weights.Prefix
 	}
+	cands := s.memoCands[:len(scan)]
 	for i, b := range scan {
-		c := Candidate{Index: i, KVUse: views[i].KVUse, LoRA: 0.5}
+		c := &cands[i]
+		*c = Candidate{Index: i, KVUse: briefs[i].KVUse, LoRA: 0.5}
 		matched := 0
 		if len(blocks) > 0 {
 			matched = b.prefix.Match(blocks)
 			c.Prefix = float64(matched) / float64(len(blocks))
 		}
 		li.Own = OwnPrefill(info.PromptTokens, matched, p.sc.pc.BlockChars)
-		c.Queue = p.sc.pc.Load.Queue(&views[i], &li)
-		cands = append(cands, c)
+		c.Queue = p.sc.pc.Load.BriefQueue(&briefs[i], &li)
 	}
 	if len(blocks) > 0 {
 		limitAffinity(cands, float64(p.sc.pc.AffinityGap))

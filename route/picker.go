@@ -187,7 +187,7 @@ type Scratch struct {
 	spare       [config.MaxD]*Backend
 	memo        [memoryScan + 1]*Backend // + the prefix holder
 	memoCands   [memoryScan + 1]Candidate
-	memoViews   [memoryScan + 1]probe.View
+	memoBriefs  [memoryScan + 1]probe.Brief
 	excl        []*Backend
 	all         []*Backend
 	cands       []Candidate

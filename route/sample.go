@@ -14,22 +14,22 @@ var defaultRand Rand = rand.Uint64
 // chosen uniformly at random, into out, skipping those in exclude, and
 // returns how many it wrote. It makes at most 4*len(out) random draws, then
 // falls back to a scan from a random offset so that a mostly-open pool is
-// still covered. It does not allocate.
-func sampleEligible(pool []*Backend, out []*Backend, exclude []*Backend, rnd Rand) int {
+// still covered. mod is newModN(len(pool)). It does not allocate.
+func sampleEligible(pool []*Backend, mod *modN, out []*Backend, exclude []*Backend, rnd Rand) int {
 	n := len(pool)
 	if n == 0 || len(out) == 0 {
 		return 0
 	}
 	k := 0
 	for tries := 0; tries < 4*len(out) && k < len(out); tries++ {
-		b := pool[int(rnd()%uint64(n))]
+		b := pool[mod.mod(rnd())]
 		if b.Eligible() && !contains(out[:k], b) && !contains(exclude, b) {
 			out[k] = b
 			k++
 		}
 	}
 	if k < len(out) {
-		start := int(rnd() % uint64(n))
+		start := int(mod.mod(rnd()))
 		for i := 0; i < n && k < len(out); i++ {
 			b := pool[(start+i)%n]
 			if b.Eligible() && !contains(out[:k], b) && !contains(exclude, b) {

@@ -55,7 +55,7 @@ func PickLeast(c []Candidate, r uint64) int {
 			best, ties = i, 1
 		case c[i].Queue == c[best].Queue:
 			ties++
-			if mix64(&r)%uint64(ties) == 0 {
+			if tieMod(mix64(&r), ties) == 0 {
 				best = i
 			}
 		}
@@ -134,7 +134,7 @@ func PickBest(c []Candidate, w *Weights, r uint64) (int, bool) {
 			best, bestScore, ties = i, s, 1
 		case s >= bestScore-1e-12:
 			ties++
-			if mix64(&r)%uint64(ties) == 0 {
+			if tieMod(mix64(&r), ties) == 0 {
 				best = i
 			}
 		}
@@ -177,10 +177,28 @@ type scorer struct {
 	now   func() time.Time
 	views ViewSource
 	mem   *Memory
+	// state is set when views is StateViews: briefs are then read from
+	// each backend's probe.State directly.
+	state bool
+	// modN reduces random values modulo len(bs).
+	modN modN
 }
 
 func newScorer(pc *PickerConfig, pool *Pool, d *Deps) scorer {
-	return scorer{bs: pool.backends, pc: *pc, rand: d.Rand, now: d.Now, views: d.Views, mem: d.Memory}
+	_, state := d.Views.(StateViews)
+	return scorer{bs: pool.backends, pc: *pc, rand: d.Rand, now: d.Now, views: d.Views, mem: d.Memory, state: state, modN: newModN(len(pool.backends))}
+}
+
+// brief sets *dst to b's load fields at now (cutoff is now less
+// scrape.stale_after): those of its View, read without building the View
+// when the views are the backends' own states.
+func (sc *scorer) brief(dst *probe.Brief, b *Backend, now, cutoff time.Time) {
+	if sc.state {
+		b.state.BriefInto(dst, cutoff)
+		return
+	}
+	v := sc.views.View(b, now, sc.pc.StaleAfter)
+	*dst = v.Brief()
 }
 
 // best builds each of bs's candidate values from its view and picks the
@@ -191,10 +209,15 @@ func (sc *scorer) best(info *RequestInfo, s *Scratch, bs []*Backend) (*Backend, 
 	s.cands = s.cands[:0]
 	s.views = s.views[:0]
 	for _, b := range bs {
-		v := sc.views.View(b, now, sc.pc.StaleAfter)
-		s.views = append(s.views, v)
+		s.views = append(s.views, probe.View{})
+		v := &s.views[len(s.views)-1]
+		if sc.state {
+			b.state.ViewInto(v, now, sc.pc.StaleAfter)
+		} else {
+			*v = sc.views.View(b, now, sc.pc.StaleAfter)
+		}
 		if v.MaxLoRA > 0 {
-			sc.mem.adapters.Learn(&v)
+			sc.mem.adapters.Learn(v)
 		}
 	}
 	adapter := info.ModelHash != 0 && sc.mem.adapters.Has(info.ModelHash)
