@@ -385,8 +385,22 @@ func RunOverhead(ctx context.Context, o OverheadOptions) (*OverheadResult, error
 			if ctx.Err() != nil {
 				break
 			}
+			var before probeCounts
+			var beforeErr error
+			if c != nil && c.admin != "" {
+				before, beforeErr = readProbeCounts(ctx, c.admin)
+			}
+			cpu0 := c.cpu()
 			v := runVegeta(ctx, url, rate, vdur)
-			logf("overhead: %-26s vegeta %5d req/s offered: %8.0f sent, p50 %6.2f ms p99 %7.2f ms, %.1f%% ok", t.name, rate, v.AchievedRPS, v.Latency.P50, v.Latency.P99, 100*v.Success)
+			if cpu := c.cpu() - cpu0; cpu > 0 && v.Requests > 0 {
+				v.CPUusPerReq = round3(float64(cpu.Microseconds()) / float64(v.Requests))
+			}
+			if c != nil && c.admin != "" && beforeErr == nil {
+				if after, err := readProbeCounts(ctx, c.admin); err == nil {
+					v.noteProbes(after.minus(before))
+				}
+			}
+			logf("overhead: %-26s vegeta %5d req/s offered: %8.0f sent, p50 %6.2f ms p99 %7.2f ms, %.1f%% ok, cpu %.1f us/req, probes/req %.3f timeouts/req %.3f coalesced/req %.3f", t.name, rate, v.AchievedRPS, v.Latency.P50, v.Latency.P99, 100*v.Success, v.CPUusPerReq, v.ProbesPerRequest, v.TimeoutsPerRequest, v.CoalescedPerRequest)
 			ot.Vegeta = append(ot.Vegeta, v)
 		}
 		c.Stop()

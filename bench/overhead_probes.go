@@ -14,8 +14,19 @@ import (
 // from its admin listener's /metrics.
 type probeCounts struct {
 	sent      float64 // ok + timeout + error + cancelled
+	timeouts  float64 // outcome timeout: no answer by probe.deadline
 	coalesced float64
 	requests  float64
+}
+
+// minus returns the counts accrued since earlier.
+func (c probeCounts) minus(earlier probeCounts) probeCounts {
+	return probeCounts{
+		sent:      c.sent - earlier.sent,
+		timeouts:  c.timeouts - earlier.timeouts,
+		coalesced: c.coalesced - earlier.coalesced,
+		requests:  c.requests - earlier.requests,
+	}
 }
 
 // readProbeCounts scrapes admin's /metrics for probegate_probes_total by
@@ -74,7 +85,10 @@ func parseProbeCounts(sc *bufio.Scanner) (probeCounts, error) {
 			switch {
 			case strings.Contains(labels, `outcome="coalesced"`):
 				c.coalesced += v
-			case strings.Contains(labels, `outcome="ok"`), strings.Contains(labels, `outcome="timeout"`),
+			case strings.Contains(labels, `outcome="timeout"`):
+				c.sent += v
+				c.timeouts += v
+			case strings.Contains(labels, `outcome="ok"`),
 				strings.Contains(labels, `outcome="error"`), strings.Contains(labels, `outcome="cancelled"`):
 				c.sent += v
 			}

@@ -19,7 +19,7 @@ probegate_requests_total{backend="b",code="200"} 40
 probegate_scrapes_total{backend="a",outcome="ok"} 7
 `
 	c, err := parseProbeCounts(bufio.NewScanner(strings.NewReader(text)))
-	if err != nil || c != (probeCounts{sent: 13, coalesced: 30, requests: 100}) {
+	if err != nil || c != (probeCounts{sent: 13, timeouts: 2, coalesced: 30, requests: 100}) {
 		t.Fatalf("got %+v, %v", c, err)
 	}
 }

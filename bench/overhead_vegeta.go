@@ -28,6 +28,25 @@ type VegetaRun struct {
 	Requests    uint64    `json:"requests"`
 	Latency     Quantiles `json:"latency_ms"`
 	Errors      []string  `json:"errors,omitempty"` // up to 3 distinct
+	// For probegate targets, read from its counters around the run:
+	// probes sent, probes that timed out and joins of a probe in flight,
+	// per request answered, and the proxy's CPU time per request sent
+	// (user + system, µs).
+	ProbesPerRequest    float64 `json:"probes_per_request,omitempty"`
+	TimeoutsPerRequest  float64 `json:"probe_timeouts_per_request,omitempty"`
+	CoalescedPerRequest float64 `json:"coalesced_per_request,omitempty"`
+	CPUusPerReq         float64 `json:"cpu_us_per_req,omitempty"`
+}
+
+// noteProbes sets the per-request probe figures of v from the counters
+// accrued during it.
+func (v *VegetaRun) noteProbes(d probeCounts) {
+	if d.requests <= 0 {
+		return
+	}
+	v.ProbesPerRequest = round3(d.sent / d.requests)
+	v.TimeoutsPerRequest = round3(d.timeouts / d.requests)
+	v.CoalescedPerRequest = round3(d.coalesced / d.requests)
 }
 
 // vegetaCLI is the vegeta command line that reproduces one run by hand
@@ -130,6 +149,34 @@ func vegetaReport(o *OverheadResult) string {
 			fmt.Fprintf(&b, " %.0f: %.2f / %.2f", v.AchievedRPS, v.Latency.P50, v.Latency.P99)
 			if v.Success < 1 {
 				fmt.Fprintf(&b, " (%.1f%% ok)", 100*v.Success)
+			}
+			b.WriteString(" |")
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\nThe proxies' CPU time per request sent (µs, user + system) at each rate; for probegate also probes sent, probes timed out and joins of a probe in flight, per request (from its counters around the run).\n\n| target |")
+	for _, r := range VegetaRates {
+		fmt.Fprintf(&b, " %dk req/s |", r/1000)
+	}
+	b.WriteString("\n|---|")
+	for range VegetaRates {
+		b.WriteString("---|")
+	}
+	b.WriteString("\n")
+	for _, t := range o.Targets {
+		if len(t.Vegeta) == 0 || t.Name == "direct" {
+			continue
+		}
+		fmt.Fprintf(&b, "| %s |", t.Name)
+		for _, rate := range VegetaRates {
+			v := t.vegetaAt(rate)
+			if v == nil {
+				b.WriteString(" - |")
+				continue
+			}
+			fmt.Fprintf(&b, " %.1f", v.CPUusPerReq)
+			if v.ProbesPerRequest > 0 || v.CoalescedPerRequest > 0 {
+				fmt.Fprintf(&b, "; %.3f / %.3f / %.3f", v.ProbesPerRequest, v.TimeoutsPerRequest, v.CoalescedPerRequest)
 			}
 			b.WriteString(" |")
 		}

@@ -23,11 +23,17 @@ func TestRunVegetaOpenLoop(t *testing.T) {
 	o := &OverheadResult{Targets: []OverheadTarget{
 		{Name: "nginx", WrkRPS: 100, Vegeta: []VegetaRun{{Rate: 10000, AchievedRPS: 9990, Success: 1, Latency: Quantiles{P50: 1, P99: 2}}}},
 		{Name: "probegate_least_inflight", WrkRPS: 90},
-		{Name: "probegate_probe", WrkRPS: 80, Vegeta: []VegetaRun{{Rate: 10000, AchievedRPS: 9900, Success: 0.5, Latency: Quantiles{P50: 1, P99: 5}}}},
+		{Name: "probegate_probe", WrkRPS: 80, Vegeta: []VegetaRun{{Rate: 10000, AchievedRPS: 9900, Success: 0.5, Latency: Quantiles{P50: 1, P99: 5}, CPUusPerReq: 31.5}}},
 	}}
+	// 1,000 requests during the run: 30 probes sent, 6 of them timed out,
+	// 700 joins of a probe in flight.
+	o.Targets[2].Vegeta[0].noteProbes(probeCounts{sent: 130, timeouts: 16, coalesced: 900, requests: 2000}.minus(probeCounts{sent: 100, timeouts: 10, coalesced: 200, requests: 1000}))
 	rep := vegetaReport(o)
 	if !strings.Contains(rep, "| probegate_probe | - | - | 9900: 1.00 / 5.00 (50.0% ok) | - |") {
 		t.Errorf("report row missing:\n%s", rep)
+	}
+	if !strings.Contains(rep, "| probegate_probe | - | - | 31.5; 0.030 / 0.006 / 0.700 | - |") {
+		t.Errorf("CPU and probe row missing:\n%s", rep)
 	}
 	var got []string
 	for _, g := range Goals(&Results{Overhead: o}) {
