@@ -2,6 +2,7 @@ package probe
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -186,4 +187,183 @@ func TestProberHedgeJoinsFlight(t *testing.T) {
 		}
 		synctest.Wait()
 	})
+}
+
+// TestProberDeafProbeEndsAtTheDeadline: a probe whose Fetcher ignores its
+// context (fasthttp cannot be interrupted) still ends the Run's wait at
+// exactly the deadline: the flight's own timer gives its waiters a
+// timeout, with no timer in the Run. The late answer is Reported and
+// counted ok.
+func TestProberDeafProbeEndsAtTheDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeFetcher()
+		f.delay["deaf"], f.deaf["deaf"] = 8*ms, true
+		bs := states("deaf")
+		obs := newCountObserver()
+		p := NewProber(ProberConfig{Deadline: 5 * ms, HedgeAfter: time.Hour, Quorum: 1}, f, obs, nil)
+		res := p.Run(context.Background(), bs, nil)
+		if want := (Result{Probed: 1, TimedOut: 1, Waited: 5 * ms}); res != want {
+			t.Fatalf("Run = %+v, want %+v", res, want)
+		}
+		// A request arriving after the deadline does not join the probe
+		// that is over: it sends its own (answered at 8ms from its send).
+		time.Sleep(ms)
+		if res := p.Run(context.Background(), bs, nil); res.Probed != 1 || res.Coalesced != 0 || res.TimedOut != 1 {
+			t.Errorf("second Run = %+v, want its own probe", res)
+		}
+		time.Sleep(10 * ms)
+		synctest.Wait()
+		if l := bs[0].Latest(); l == nil || l.Source != SourceProbe {
+			t.Errorf("late answer not reported: %+v", l)
+		}
+		if obs.probe(OutcomeOK) != 2 || obs.probe(OutcomeTimeout) != 0 {
+			t.Errorf("observed %v: answers that arrive count as ok", obs.probes)
+		}
+	})
+}
+
+// ctxFetcher records the deadline of each fetch's context, and when it
+// ended and with what error (the fetch never answers: it returns at
+// ctx.Done()).
+type ctxFetcher struct {
+	mu       sync.Mutex
+	deadline map[string]time.Time
+	ended    map[string]time.Time
+	err      map[string]error
+}
+
+func (f *ctxFetcher) Fetch(ctx context.Context, s *State, _ Endpoint) (Load, error) {
+	d, _ := ctx.Deadline()
+	<-ctx.Done()
+	f.mu.Lock()
+	f.deadline[s.Addr()], f.ended[s.Addr()], f.err[s.Addr()] = d, time.Now(), ctx.Err()
+	f.mu.Unlock()
+	return Load{}, ctx.Err()
+}
+
+// TestProbeContext: the Fetcher's context has the deadline of the Run that
+// sent it (a hedge: a full deadline from its send) and ends when its last
+// waiter leaves, at the latest at its deadline.
+func TestProbeContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &ctxFetcher{deadline: map[string]time.Time{}, ended: map[string]time.Time{}, err: map[string]error{}}
+		p := NewProber(ProberConfig{Deadline: 5 * ms, HedgeAfter: 2 * ms, Hedges: 1, Quorum: 1}, f, nil, nil)
+		t0 := time.Now()
+		res := p.Run(context.Background(), states("a"), states("s"))
+		if want := (Result{Probed: 2, Hedged: 1, TimedOut: 2, SparesUsed: 1, Waited: 5 * ms}); res != want {
+			t.Errorf("Run = %+v, want %+v", res, want)
+		}
+		synctest.Wait()
+		f.mu.Lock()
+		// a ended at its deadline (by its timer or by the Run leaving at
+		// the same instant, whichever ran first).
+		if d, e, err := f.deadline["a"], f.ended["a"], f.err["a"]; !d.Equal(t0.Add(5*ms)) || !e.Equal(d) || err == nil {
+			t.Errorf("a: deadline t0+%v (want 5ms), ended t0+%v, err %v", d.Sub(t0), e.Sub(t0), err)
+		}
+		// The hedge left at 2ms with its own 5ms; its only waiter left at
+		// 5ms, so it was cancelled then.
+		if d, e, err := f.deadline["s"], f.ended["s"], f.err["s"]; !d.Equal(t0.Add(7*ms)) || !e.Equal(t0.Add(5*ms)) || !errors.Is(err, context.Canceled) {
+			t.Errorf("s: deadline t0+%v (want 7ms), ended t0+%v (want 5ms), err %v", d.Sub(t0), e.Sub(t0), err)
+		}
+		f.mu.Unlock()
+	})
+}
+
+// TestProberHedgeJoinerKeepsItsDeadline: a Run that hedges into a probe
+// another Run sent after it started (so that probe ends after this Run's
+// deadline) still returns at its own deadline.
+func TestProberHedgeJoinerKeepsItsDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeFetcher()
+		f.delay["b"], f.delay["x"], f.delay["s"] = time.Hour, time.Hour, time.Hour
+		bs := states("b", "x", "s")
+		b, x, s := bs[0:1], bs[1:2], bs[2:3]
+		pb := NewProber(ProberConfig{Deadline: 5 * ms, HedgeAfter: 2 * ms, Hedges: 1, Quorum: 1}, f, nil, nil)
+		pa := NewProber(ProberConfig{Deadline: 5 * ms, HedgeAfter: ms, Hedges: 1, Quorum: 1}, f, nil, nil)
+		var ra Result
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			time.Sleep(ms / 2)
+			ra = pa.Run(context.Background(), x, s) // hedges to s at 1.5ms: s's probe ends at 6.5ms
+		}()
+		rb := pb.Run(context.Background(), b, s) // hedges at 2ms: joins s's probe
+		if want := (Result{Probed: 1, Coalesced: 1, Hedged: 1, TimedOut: 2, SparesUsed: 1, Waited: 5 * ms}); rb != want {
+			t.Errorf("Run = %+v, want %+v", rb, want)
+		}
+		<-done
+		if want := (Result{Probed: 2, Hedged: 1, TimedOut: 2, SparesUsed: 1, Waited: 5 * ms}); ra != want {
+			t.Errorf("other Run = %+v, want %+v", ra, want)
+		}
+		if n := f.callsTo("s"); n != 1 {
+			t.Errorf("%d probes of s, want 1", n)
+		}
+		synctest.Wait()
+	})
+}
+
+// TestProberRecycledWaiterSeesNoStaleAnswer: answers that land after a
+// Run left (a quorum loser, a probe past a caller's deadline) never reach
+// the next Run, which recycles the same channel: each Run counts exactly
+// its own answers and decides at its own time.
+func TestProberRecycledWaiterSeesNoStaleAnswer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeFetcher()
+		f.delay["a"], f.delay["b"], f.delay["c"] = ms, 2*ms, 3*ms
+		f.deaf["b"] = true // lands at 2ms whatever its context says
+		bs := states("a", "b", "c")
+		p := NewProber(ProberConfig{Deadline: 5 * ms, HedgeAfter: time.Hour, Quorum: 1}, f, nil, nil)
+		for i := range 20 {
+			r1 := p.Run(context.Background(), bs[:2], nil) // a at 1ms wins, b lands at 2ms
+			if want := (Result{Probed: 2, Answered: 1, Cancelled: 1, Waited: ms}); r1 != want {
+				t.Fatalf("round %d: Run = %+v, want %+v", i, r1, want)
+			}
+			r2 := p.Run(context.Background(), bs[2:], nil) // c at 3ms; b's answer lands at 1ms into it
+			if want := (Result{Probed: 1, Answered: 1, Waited: 3 * ms}); r2 != want {
+				t.Fatalf("round %d: Run = %+v, want %+v", i, r2, want)
+			}
+			synctest.Wait()
+		}
+	})
+}
+
+// TestProberJoinAllocatesNothing: a Run that joins a probe in flight (the
+// common case under load) allocates nothing: its channel and timer are
+// recycled and its deadline is the probe's.
+func TestProberJoinAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop recycled waiters")
+	}
+	release := make(chan struct{})
+	f := blockFetcher(release)
+	a := states("a")
+	p := NewProber(ProberConfig{Deadline: time.Hour, HedgeAfter: time.Hour, Quorum: 1}, f, nil, nil)
+	first := make(chan Result)
+	go func() { first <- p.Run(context.Background(), a, nil) }()
+	for a[0].flight.Load() == nil {
+		time.Sleep(time.Millisecond)
+	}
+	// A caller whose context has ended: it joins the flight and leaves.
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	var res Result
+	allocs := testing.AllocsPerRun(200, func() { res = p.Run(gone, a, nil) })
+	close(release)
+	if r := <-first; r.Answered != 1 {
+		t.Errorf("sender's Run = %+v", r)
+	}
+	if res.Coalesced != 1 || res.TimedOut != 1 {
+		t.Fatalf("Run = %+v, want a join left at the caller's end", res)
+	}
+	if allocs != 0 {
+		t.Errorf("a joining Run allocates %v times, want 0", allocs)
+	}
+}
+
+// blockFetcher answers once release is closed.
+type blockFetcher chan struct{}
+
+func (f blockFetcher) Fetch(ctx context.Context, _ *State, _ Endpoint) (Load, error) {
+	<-f
+	return Unknown(time.Now(), SourceNone), nil
 }

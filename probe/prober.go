@@ -62,6 +62,10 @@ type Prober struct {
 	obs Observer
 	now func() time.Time
 	est *hedgeEstimator
+	// wallNow: now is time.Now, so its readings serve as the wall-clock
+	// instants deadlines are computed from.
+	wallNow bool
+	waiters waiterPool
 }
 
 // NewProber returns a Prober. obs may be nil (NopObserver) and now nil
@@ -73,6 +77,7 @@ func NewProber(cfg ProberConfig, f Fetcher, obs Observer, now func() time.Time) 
 	if obs == nil {
 		obs = NopObserver{}
 	}
+	wallNow := now == nil
 	if now == nil {
 		now = time.Now
 	}
@@ -80,7 +85,7 @@ func NewProber(cfg ProberConfig, f Fetcher, obs Observer, now func() time.Time) 
 		panic("probe: NewProber: ProberConfig.Deadline must be > 0")
 	}
 	cfg.Hedges = max(cfg.Hedges, 0)
-	return &Prober{cfg: cfg, f: f, obs: obs, now: now, est: newHedgeEstimator(cfg.Deadline)}
+	return &Prober{cfg: cfg, f: f, obs: obs, now: now, est: newHedgeEstimator(cfg.Deadline), wallNow: wallNow}
 }
 
 // Config returns the configuration the Prober runs with.
@@ -145,13 +150,20 @@ const maxWaits = 16
 // is HedgeAfterFor(probes in flight, answers still needed) once the probes
 // are sent: with AutoHedge, the longer the quorum's wait, the later.
 //
-// A probe runs for at most Deadline from when it was sent, under its own
-// context: it is cancelled when every Run waiting for it has returned
-// without its answer. A probe abandoned that way because those Runs had
-// their quorum, and that then ends without an answer, is observed as
-// OutcomeCancelled. A late answer (a Fetcher like fasthttp's cannot be
-// interrupted) is still Reported, which is useful to the next request. The
-// caller then reads View of cands and of spares[:Result.SparesUsed].
+// A probe runs under its own context, until Deadline after the Run that
+// sent it started (a hedge: after it was sent): it is cancelled when every
+// Run waiting for it has returned without its answer. A probe abandoned
+// that way because those Runs had their quorum, and that then ends
+// without an answer, is observed as OutcomeCancelled. A late answer (a
+// Fetcher like fasthttp's cannot be interrupted) is still Reported, which
+// is useful to the next request. The caller then reads View of cands and
+// of spares[:Result.SparesUsed].
+//
+// Cost: a Run whose candidates are all fresh reads the clock once and
+// allocates nothing. A Run that waits allocates nothing either (its result
+// channel and timer are recycled) and arms at most one timer, only when it
+// may hedge or waits for a probe whose deadline is after its own (a
+// hedge, another Run's): the probes' own deadlines bound the rest.
 func (p *Prober) Run(ctx context.Context, cands, spares []*State) Result {
 	start := p.now()
 	var res Result
@@ -176,24 +188,24 @@ func (p *Prober) Run(ctx context.Context, cands, spares []*State) Result {
 		return res
 	}
 
-	ctx, cancel := context.WithTimeout(ctx, p.cfg.Deadline)
-	defer cancel()
-	results := make(chan int, len(cands)-res.SkippedFresh+p.cfg.Hedges)
-	var waitBuf [maxWaits]*flight
-	waits := waitBuf[:0] // flights this Run waits on
+	// Deadlines are wall-clock instants of the time package (timers use
+	// it), whatever clock p.now is.
+	wall := start
+	if !p.wallNow {
+		wall = time.Now()
+	}
+	w := p.waiters.get(len(cands) - res.SkippedFresh + p.cfg.Hedges)
+	w.deadline = wall.Add(p.cfg.Deadline)
 	defer func() {
-		// Leave every flight that has not answered us: the last waiter
-		// to leave cancels it.
-		satisfied := known >= quorum
-		for _, f := range waits {
-			f.leave(satisfied)
-		}
+		// Leave every flight that has not answered us (the last waiter
+		// to leave cancels it), then recycle the channel and timer.
+		w.release(known >= quorum)
 	}()
 	outstanding := 0
-	launch := func(s *State) {
+	launch := func(s *State, deadline time.Time, d time.Duration) {
 		outstanding++
-		f, sent := p.await(s, results)
-		waits = append(waits, f)
+		f, sent := p.await(s, w.results, deadline, d)
+		w.add(f)
 		if sent {
 			res.Probed++
 		} else {
@@ -203,14 +215,17 @@ func (p *Prober) Run(ctx context.Context, cands, spares []*State) Result {
 	}
 	for i, s := range cands {
 		if !fresh[i] {
-			launch(s)
+			launch(s, w.deadline, p.cfg.Deadline)
 		}
 	}
 
 	hedgesLeft := p.cfg.Hedges
 	// hedge sends the hedge probes; it reports whether any spare was used.
+	// A hedge probe gets a full Deadline from its send (another Run may
+	// join it), so the Run then needs its own deadline timer.
 	hedge := func() bool {
 		used := false
+		var hedgeDeadline time.Time
 		for hedgesLeft > 0 && res.SparesUsed < len(spares) && known < quorum {
 			s := spares[res.SparesUsed]
 			res.SparesUsed++
@@ -224,18 +239,34 @@ func (p *Prober) Run(ctx context.Context, cands, spares []*State) Result {
 			hedgesLeft--
 			res.Hedged++
 			p.obs.Probe(OutcomeHedge, 0)
-			launch(s)
+			if hedgeDeadline.IsZero() {
+				hedgeDeadline = time.Now().Add(p.cfg.Deadline)
+			}
+			launch(s, hedgeDeadline, p.cfg.Deadline)
 		}
 		hedgesLeft = 0 // hedge once per Run
 		return used
 	}
-	var hedgeC <-chan time.Time
+	// timerC is the Run's one timer: first the hedge delay (hedging), then,
+	// when needed, its own deadline.
+	var timerC <-chan time.Time
+	hedging := false
 	if hedgesLeft > 0 && len(spares) > 0 {
 		if ha := p.HedgeAfterFor(outstanding, quorum-known); ha < p.cfg.Deadline {
-			t := time.NewTimer(ha)
-			defer t.Stop()
-			hedgeC = t.C
+			timerC, hedging = w.arm(ha), true
 		}
+	}
+	// afterHedge re-arms the timer for the Run's own deadline when a
+	// flight it now waits for ends later.
+	afterHedge := func() {
+		hedging = false
+		timerC = nil
+		if w.late {
+			timerC = w.arm(time.Until(w.deadline))
+		}
+	}
+	if !hedging && w.late {
+		timerC = w.arm(time.Until(w.deadline))
 	}
 
 wait:
@@ -243,16 +274,15 @@ wait:
 		if outstanding == 0 {
 			// Nothing in flight can still answer: hedge now or give up
 			// (at once when Run's deadline has come: the probes' own
-			// timers expire at the same instant and may be seen before
-			// ctx is marked done).
-			if d, ok := ctx.Deadline(); (ok && !time.Now().Before(d)) || !hedge() || outstanding == 0 {
+			// deadlines are not later than it).
+			if !time.Now().Before(w.deadline) || !hedge() || outstanding == 0 {
 				break
 			}
-			hedgeC = nil
+			afterHedge()
 			continue
 		}
 		select {
-		case r := <-results:
+		case r := <-w.results:
 			outstanding--
 			switch r {
 			case probeOK:
@@ -263,9 +293,15 @@ wait:
 			default:
 				res.Failed++
 			}
-		case <-hedgeC:
-			hedgeC = nil
-			hedge()
+		case <-timerC:
+			if hedging {
+				hedge()
+				afterHedge()
+				continue
+			}
+			res.TimedOut += outstanding
+			outstanding = 0
+			break wait
 		case <-ctx.Done():
 			res.TimedOut += outstanding
 			outstanding = 0
@@ -286,9 +322,10 @@ func (p *Prober) isFresh(s *State, now time.Time) bool {
 }
 
 // await subscribes results to s's answer: it joins the probe in flight to
-// s, or sends one (sent = true) when there is none. Either way exactly one
-// result will arrive on results.
-func (p *Prober) await(s *State, results chan<- int) (f *flight, sent bool) {
+// s, or sends one (sent = true) when there is none, which ends at deadline
+// (d from now). Either way exactly one result will arrive on results,
+// unless the caller leaves the flight first.
+func (p *Prober) await(s *State, results chan<- int, deadline time.Time, d time.Duration) (f *flight, sent bool) {
 	for {
 		if f = s.flight.Load(); f != nil {
 			if f.join(results) {
@@ -298,12 +335,12 @@ func (p *Prober) await(s *State, results chan<- int) (f *flight, sent bool) {
 			s.flight.CompareAndSwap(f, nil)
 			continue
 		}
-		f = newFlight(p.cfg.Deadline, results)
+		f = newFlight(deadline, d, results)
 		if s.flight.CompareAndSwap(nil, f) {
 			go p.fly(f, s)
 			return f, true
 		}
-		f.cancel() // another Run started one first: join it
+		f.leave(results, false) // another Run started one first: join it
 	}
 }
 
@@ -311,7 +348,7 @@ func (p *Prober) await(s *State, results chan<- int) (f *flight, sent bool) {
 // outcome and lands the flight (which delivers the result to its waiters).
 func (p *Prober) fly(f *flight, s *State) {
 	t0 := p.now()
-	l, err := p.f.Fetch(f.ctx, s, p.cfg.Endpoint)
+	l, err := p.f.Fetch(f, s, p.cfg.Endpoint)
 	at := p.now()
 	rtt := at.Sub(t0)
 	r := probeOK

@@ -81,7 +81,13 @@ func fastUpstream(b *testing.B) string {
 		b.Fatal(err)
 	}
 	body := []byte(`{"id":"cmpl-1","object":"text_completion","choices":[{"index":0,"text":"ok","finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}}`)
+	metrics := []byte("vllm:num_requests_running{model_name=\"m\"} 0.0\nvllm:num_requests_waiting{model_name=\"m\"} 0.0\nvllm:kv_cache_usage_perc{model_name=\"m\"} 0.0\n")
 	s := &fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) {
+		if string(ctx.Path()) == "/metrics" { // the probes' endpoint
+			ctx.SetContentType("text/plain; version=0.0.4")
+			ctx.SetBody(metrics)
+			return
+		}
 		ctx.SetContentType("application/json")
 		ctx.SetBody(body)
 	}}
@@ -91,22 +97,30 @@ func fastUpstream(b *testing.B) string {
 }
 
 // BenchmarkForward compares a small non-streaming request sent directly to
-// a fast local upstream with the same request through the proxy
-// (least_inflight, d=2). ns/op is the sequential round trip; the
-// difference is the proxy's added latency. p50-us and p99-us report the
-// per-request latency distribution.
+// a fast local upstream with the same request through the proxy (d=2 over
+// two such upstreams, which also serve a small vLLM /metrics for the
+// probes, as in the bench's overhead scenario). ns/op is the sequential
+// round trip; the difference is the proxy's added latency. p50-us and
+// p99-us report the per-request latency distribution. The parallel
+// variants send from 32 goroutines at once (16 x GOMAXPROCS on 2 cores),
+// so that probe mode's requests find fresh state or join a probe in
+// flight, as under load; ns/op is then the inverse of throughput.
 func BenchmarkForward(b *testing.B) {
-	up := fastUpstream(b)
+	up, up2 := fastUpstream(b), fastUpstream(b)
 	body := []byte(`{"model":"m","prompt":"Say hi","max_tokens":1}`)
-	run := func(b *testing.B, addr string) {
-		c := &fasthttp.HostClient{Addr: addr, MaxConns: 4}
-		req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
-		defer fasthttp.ReleaseRequest(req)
-		defer fasthttp.ReleaseResponse(resp)
+	request := func(addr string) *fasthttp.Request {
+		req := fasthttp.AcquireRequest()
 		req.SetRequestURI("http://" + addr + "/v1/completions")
 		req.Header.SetMethod("POST")
 		req.Header.SetContentType("application/json")
 		req.SetBody(body)
+		return req
+	}
+	run := func(b *testing.B, addr string) {
+		c := &fasthttp.HostClient{Addr: addr, MaxConns: 4}
+		req, resp := request(addr), fasthttp.AcquireResponse()
+		defer fasthttp.ReleaseRequest(req)
+		defer fasthttp.ReleaseResponse(resp)
 		lat := make([]time.Duration, 0, 1<<16)
 		b.ReportAllocs()
 		for b.Loop() {
@@ -124,28 +138,49 @@ func BenchmarkForward(b *testing.B) {
 			b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1e3, "p99-us")
 		}
 	}
+	runParallel := func(b *testing.B, addr string) {
+		c := &fasthttp.HostClient{Addr: addr, MaxConns: 64}
+		b.SetParallelism(16)
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			req, resp := request(addr), fasthttp.AcquireResponse()
+			defer fasthttp.ReleaseRequest(req)
+			defer fasthttp.ReleaseResponse(resp)
+			for pb.Next() {
+				if err := c.Do(req, resp); err != nil || resp.StatusCode() != 200 {
+					b.Errorf("status %d, err %v", resp.StatusCode(), err)
+					return
+				}
+			}
+		})
+	}
+	proxy := func(b *testing.B, pol string) string {
+		cfg := config.Default()
+		cfg.Backends.Static = []string{"http://" + up, "http://" + up2}
+		cfg.Route.Policy = pol
+		cfg.Log.Access = false
+		p, err := New(Options{Config: cfg})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		go func() { _ = p.Serve(ln) }()
+		b.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			_ = p.Shutdown(ctx)
+		})
+		return ln.Addr().String()
+	}
 	b.Run("direct", func(b *testing.B) { run(b, up) })
 	for _, pol := range []string{"least_inflight", "probe"} {
-		b.Run("proxy/"+pol, func(b *testing.B) {
-			cfg := config.Default()
-			cfg.Backends.Static = []string{"http://" + up}
-			cfg.Route.Policy = pol
-			cfg.Log.Access = false
-			p, err := New(Options{Config: cfg})
-			if err != nil {
-				b.Fatal(err)
-			}
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				b.Fatal(err)
-			}
-			go func() { _ = p.Serve(ln) }()
-			defer func() {
-				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-				defer cancel()
-				_ = p.Shutdown(ctx)
-			}()
-			run(b, ln.Addr().String())
-		})
+		b.Run("proxy/"+pol, func(b *testing.B) { run(b, proxy(b, pol)) })
+	}
+	b.Run("parallel/direct", func(b *testing.B) { runParallel(b, up) })
+	for _, pol := range []string{"least_inflight", "probe"} {
+		b.Run("parallel/proxy/"+pol, func(b *testing.B) { runParallel(b, proxy(b, pol)) })
 	}
 }

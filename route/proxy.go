@@ -62,9 +62,10 @@ type Proxy struct {
 	// Immutable after New.
 	log zerolog.Logger
 	now func() time.Time
-	// brkNow is Options.Now as given, for the breakers: nil when the proxy
-	// runs on the time package, so they take the monotonic clock's fast
-	// path (the same clock as time.Now's).
+	// brkNow is Options.Now as given, for the breakers and the prober: nil
+	// when the proxy runs on the time package, so they take the monotonic
+	// clock's fast path (the same clock as time.Now's; the prober then
+	// reads the clock once per Run instead of twice).
 	brkNow   func() time.Time
 	rand     Rand
 	lookup   func(ctx context.Context, host string) ([]string, error)
@@ -218,7 +219,7 @@ func (p *Proxy) buildSettings(cfg *config.Config) (*settings, error) {
 		if err != nil {
 			return nil, fmt.Errorf("probe: %w", err)
 		}
-		set.prober = probe.NewProber(pconf, p.fetcher, p.metrics, p.now)
+		set.prober = probe.NewProber(pconf, p.fetcher, p.metrics, p.brkNow)
 	}
 	// Fail here, before anything is published, on what NewPicker refuses.
 	if _, err := p.newPicker(set, &Pool{}); err != nil {
