@@ -38,17 +38,8 @@ type hijackState struct {
 	head    *[]byte                // response header block, written first
 	cc      *clientConn            // the connection as fasthttp holds it
 	raw     net.Conn               // its socket, which the pump writes to
-	phase   atomic.Int32
+	reg     hijackEntry            // its registration (hijack_registry.go)
 }
-
-// Phases of a hijacked stream; only the CAS from hijackPending decides
-// who settles a stream whose hijack handler has not run yet.
-const (
-	hijackPending   int32 = iota // handed to fasthttp; its hijack handler has not run
-	hijackStreaming              // the pump owns the stream
-	hijackParked                 // settled; waiting for the client's next request
-	hijackCut                    // Shutdown's cut settled it before it started
-)
 
 // Chunk framing around a pump buffer: room for the size line before the
 // data ("4000\r\n") and for the CRLF and the last chunk ("\r\n0\r\n\r\n")
@@ -93,14 +84,15 @@ func (p *Proxy) startHijack(ctx *fasthttp.RequestCtx, s *bodyStream) bool {
 	s.hj.head = buf
 	s.hj.cc = ctx.Conn().(*clientConn)
 	s.hj.raw = s.hj.cc.Conn
-	s.hj.phase.Store(hijackPending)
-	if !p.addHijacked(s) {
+	handler := s.hj.handler // s may be Shutdown's once registered
+	s.hj.reg.s, s.hj.reg.raw = s, s.hj.raw
+	if !p.hijacks.register(&s.hj.reg) {
 		headBufPool.Put(buf)
 		s.hj.head = nil
 		return false
 	}
 	ctx.HijackSetNoResponse(true)
-	ctx.Hijack(s.hj.handler)
+	ctx.Hijack(handler)
 	return true
 }
 
@@ -112,7 +104,7 @@ func (p *Proxy) startHijack(ctx *fasthttp.RequestCtx, s *bodyStream) bool {
 // fasthttp releases the RequestCtx (and the request body) and its read
 // buffer at once.
 func (s *bodyStream) hijacked(c net.Conn) {
-	if !s.hj.phase.CompareAndSwap(hijackPending, hijackStreaming) {
+	if !s.hj.reg.start() {
 		return // Shutdown's cut closed the connection and settled s
 	}
 	pre, keep := pipelined(c, s.hj.cc)
@@ -240,11 +232,11 @@ func chunkSizeLine(b []byte, n int) int {
 func (p *Proxy) afterStream(s *bodyStream, pre []byte, keep bool) {
 	raw := s.hj.raw
 	if keep && len(pre) == 0 {
-		if keep = p.parkHijacked(s); keep {
+		if keep = p.hijacks.park(&s.hj.reg); keep {
 			keep = waitReadable(raw, clientIdleTimeout)
 		}
 	}
-	if !p.dropHijacked(s) {
+	if !p.hijacks.drop(&s.hj.reg) {
 		keep = false // shutting down
 	}
 	s.recycle()
@@ -257,68 +249,11 @@ func (p *Proxy) afterStream(s *bodyStream, pre []byte, keep bool) {
 	_ = p.server.ServeConn(c) // closes c and reports StateClosed when done
 }
 
-// addHijacked registers a stream about to be hijacked, unless the proxy is
-// shutting down.
-func (p *Proxy) addHijacked(s *bodyStream) bool {
-	p.connsMu.Lock()
-	defer p.connsMu.Unlock()
-	if p.stopping {
-		return false
-	}
-	p.hijacked[s] = struct{}{}
-	return true
-}
-
-// parkHijacked marks a settled stream's connection idle, unless the proxy
-// is shutting down.
-func (p *Proxy) parkHijacked(s *bodyStream) bool {
-	p.connsMu.Lock()
-	defer p.connsMu.Unlock()
-	if p.stopping {
-		return false
-	}
-	s.hj.phase.Store(hijackParked)
-	return true
-}
-
-// dropHijacked forgets a stream and reports whether its connection may
-// serve more requests (the proxy is not shutting down).
-func (p *Proxy) dropHijacked(s *bodyStream) bool {
-	p.connsMu.Lock()
-	defer p.connsMu.Unlock()
-	delete(p.hijacked, s)
-	return !p.stopping
-}
-
-// beginStop marks the proxy as shutting down and closes the hijacked
-// connections that wait for a next request (fasthttp closes its own idle
-// ones).
-func (p *Proxy) beginStop() {
-	p.connsMu.Lock()
-	defer p.connsMu.Unlock()
-	p.stopping = true
-	for s := range p.hijacked {
-		if s.hj.phase.Load() == hijackParked {
-			_ = s.hj.raw.Close()
-		}
-	}
-}
-
 // cutHijacked closes every hijacked connection (Shutdown's grace is over)
 // and settles the streams whose hijack handler had not run yet; those are
 // not recycled, since fasthttp may still call it.
 func (p *Proxy) cutHijacked() {
-	var claimed []*bodyStream
-	p.connsMu.Lock()
-	for s := range p.hijacked {
-		_ = s.hj.raw.Close()
-		if s.hj.phase.CompareAndSwap(hijackPending, hijackCut) {
-			claimed = append(claimed, s)
-			delete(p.hijacked, s)
-		}
-	}
-	p.connsMu.Unlock()
-	for _, s := range claimed {
+	for _, s := range p.hijacks.cut() {
 		headBufPool.Put(s.hj.head)
 		s.hj.head = nil
 		s.finish()

@@ -101,9 +101,8 @@ type Proxy struct {
 	connsMu sync.Mutex
 	conns   map[net.Conn]struct{}
 	// SSE streams pumped over hijacked client connections (hijack.go),
-	// and whether Shutdown has begun; guarded by connsMu.
-	hijacked map[*bodyStream]struct{}
-	stopping bool
+	// and whether Shutdown has begun; lock-free.
+	hijacks hijackRegistry
 }
 
 // New builds a Proxy from opts and starts its background loops (scrapes,
@@ -123,7 +122,6 @@ func New(opts Options) (*Proxy, error) {
 		discover: opts.Discover,
 		backends: make(map[string]*Backend),
 		conns:    make(map[net.Conn]struct{}),
-		hijacked: make(map[*bodyStream]struct{}),
 	}
 	if p.now == nil {
 		p.now = time.Now

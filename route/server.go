@@ -137,7 +137,7 @@ const cutSettleWait = time.Second
 // finish until ctx is done, then closes what remains and stops the
 // background loops. It returns ctx.Err() if streams had to be cut.
 func (p *Proxy) Shutdown(ctx context.Context) error {
-	p.beginStop()
+	p.hijacks.beginStop()
 	errc := make(chan error, 1)
 	go func() { errc <- p.server.ShutdownWithContext(ctx) }()
 	t := time.NewTicker(shutdownPoll)

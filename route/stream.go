@@ -149,8 +149,13 @@ func (s *bodyStream) finish() {
 	s.p.settle(s.b, s.ticket, a)
 }
 
-// recycle returns s to its pool, keeping its bound hijack handler.
+// recycle returns s to its pool, keeping its bound hijack handler; unless
+// Shutdown's view of the hijacked streams may still hold it (see
+// hijackRegistry), in which case the garbage collector takes it.
 func (s *bodyStream) recycle() {
+	if s.hj.reg.pinned {
+		return
+	}
 	h := s.hj.handler
 	*s = bodyStream{}
 	s.hj.handler = h
