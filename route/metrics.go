@@ -32,6 +32,7 @@ type Metrics struct {
 	probes          map[string]prometheus.Counter // by outcome, resolved once
 	decisions       [probe.SourceOracle + 1]prometheus.Counter
 	codeNames       sync.Map // int -> string, status code label cache
+	noneCodes       sync.Map // int -> prometheus.Counter: backend "none", by code
 
 	// Backends whose series were deleted (reaped) in the last goneFor,
 	// guarded by goneMu so that a scrape report racing the reap cannot
@@ -135,7 +136,17 @@ func newMetrics(reg prometheus.Registerer, p *Proxy) (*Metrics, error) {
 // its lock.
 func (m *Metrics) requests(b *Backend, code int) {
 	if b == nil {
-		m.requestsVec.WithLabelValues("none", m.codeName(code)).Inc()
+		// Resolved once per code: WithLabelValues hashes the labels and
+		// takes the vector's lock, and refusals come at the rate of the
+		// traffic (every request while no backend is eligible). The
+		// "none" series is never deleted, so the cache cannot go stale.
+		if c, ok := m.noneCodes.Load(code); ok {
+			c.(prometheus.Counter).Inc()
+			return
+		}
+		c := m.requestsVec.WithLabelValues("none", m.codeName(code))
+		m.noneCodes.Store(code, c)
+		c.Inc()
 		return
 	}
 	if c, ok := b.codeCounters.Load(code); ok {

@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,4 +60,54 @@ func TestDecisionSourcesExported(t *testing.T) {
 	if got := tp.counter(t, "probegate_decisions_total", map[string]string{"source": "oracle"}); got != 1 {
 		t.Fatalf("oracle decisions = %v, want 1 (sources %v)", got, tp.decisionSources(t))
 	}
+}
+
+// Requests refused before reaching a backend are counted under backend
+// "none", exactly, by code, from concurrent clients; counting one does not
+// allocate (its counter is resolved once per code).
+func TestRefusalsCountedUnderNone(t *testing.T) {
+	c := testConfig(deadAddr(t))
+	c.Route.AllowPaths = []string{"/v1/*"}
+	c.Server.MaxBodyBytes = 8
+	tp := startProxy(t, c)
+	const each = 20
+	together(4, func(i int) {
+		for range each {
+			path, body := "/v1/models", `{"too":"long"}` // body too large: 413
+			if i%2 == 1 {
+				path, body = "/forbidden", `{}` // path not allowed: 404
+			}
+			resp, err := http.Post(tp.url(path), "application/json", strings.NewReader(body))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	})
+	for _, code := range []string{"404", "413"} {
+		if got := tp.counter(t, "probegate_requests_total", map[string]string{"backend": "none", "code": code}); got != 2*each {
+			t.Errorf("none/%s = %v, want %d", code, got, 2*each)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { tp.metrics.requests(nil, 503) }); n != 0 {
+		t.Errorf("counting a refusal: %v allocs", n)
+	}
+}
+
+// BenchmarkRefusalCount is the metrics cost of one request refused before
+// reaching a backend.
+func BenchmarkRefusalCount(b *testing.B) {
+	p, err := New(Options{Config: testConfig("http://127.0.0.1:1")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			p.metrics.requests(nil, 503)
+		}
+	})
 }
