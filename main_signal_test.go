@@ -178,7 +178,7 @@ func TestSIGHUPReloadUnderStreams(t *testing.T) {
 	addrs, sig, logs, exit := startRun(t, path)
 
 	s1 := stream(t, addrs[0], model, 1200)
-	os.WriteFile(path, []byte("route:\n  d: 0\n  policy: fastest\nprobe:\n  dedline: 5ms\nupstream:\n  idle_timeout: soon\n"), 0o600)
+	os.WriteFile(path, []byte("route:\n  d: -1\n  policy: fastest\nprobe:\n  dedline: 5ms\nupstream:\n  idle_timeout: soon\n"), 0o600)
 	sig <- syscall.SIGHUP
 	for _, key := range []string{"route.d", "route.policy", "probe.dedline", "upstream.idle_timeout"} {
 		waitFor(t, func() bool { return strings.Contains(logs.String(), `"key":"`+key) }, "rejection of "+key+" logged by its path")

@@ -76,13 +76,13 @@ func TestCheck(t *testing.T) {
 		t.Fatalf("-check on a valid file: exit %d, stderr %s", code, errb.String())
 	}
 	bad := filepath.Join(dir, "bad.yaml")
-	os.WriteFile(bad, []byte("route:\n  d: 0\nprobe:\n  dedline: 5ms\nbackends:\n  static: [\"http://127.0.0.1:8001\"]\n"), 0o600)
+	os.WriteFile(bad, []byte("route:\n  d: -1\nprobe:\n  dedline: 5ms\nbackends:\n  static: [\"http://127.0.0.1:8001\"]\n"), 0o600)
 	out.Reset()
 	errb.Reset()
 	if code := run([]string{"-config", bad, "-check"}, &out, &errb, nil, nil); code != 2 {
 		t.Fatalf("-check on an invalid file: exit %d, want 2", code)
 	}
-	for _, want := range []string{"route.d: must be >= 1", "unknown key probe.dedline"} {
+	for _, want := range []string{"route.d: must be auto (0) or 1..64, got -1", "unknown key probe.dedline"} {
 		if !strings.Contains(errb.String(), want) {
 			t.Errorf("-check output lacks %q:\n%s", want, errb.String())
 		}

@@ -33,19 +33,20 @@ var AllStrategies = []string{RoundRobin, Random, LeastInflight, Cached, CachedAd
 
 // ExtraStrategies are diagnostic variants of probe, accepted by
 // -strategies but not run by default (names outside DESIGN.md's list):
-// probe_d3 (route.d 3), probe_d3q3, probe_d4q4, probe_d8q8 (route.d 3, 4
-// or 8 with probe.quorum = d: decide on every candidate's answer), probe_q2
-// (probe.quorum 2: wait for both answers), probe_load (probe.endpoint
-// load: the cheap /load endpoint), probe_jsq (probe scoring on queue
-// alone: weights kv 0), oracle_jsq (the oracle scoring on queue alone:
-// join-the-shortest-queue on true state).
+// probe_d3 (route.d 3), probe_dXqY (route.d X with probe.quorum Y whatever
+// the fleet's size: probe_d2q2, the default below 64 pods, probe_d3q3,
+// probe_d4q2, probe_d4q4, the default from 64 pods, probe_d8q8), probe_q2
+// (route.d 2, probe.quorum 2: the same as probe_d2q2), probe_load
+// (probe.endpoint load: the cheap /load endpoint), probe_jsq (probe scoring
+// on queue alone: weights kv 0), oracle_jsq (the oracle scoring on queue
+// alone: join-the-shortest-queue on true state).
 // probe_requests (probe with route.load.mode requests, the default: the
 // same as probe), probe_tokens (probe with route.load.mode tokens, the
 // default while issue 13's goal runs were measured), cached_tokens (cached
 // with tokens mode), probe_dw0 and probe_dw4 (tokens mode with
 // route.load.decode_weight 0 and 4), probe_nospeed, cached_tokens_nospeed,
 // oracle_nospeed (tokens mode with route.load.learn_speed false).
-var ExtraStrategies = []string{"probe_d3", "probe_d3q3", "probe_d4q4", "probe_d8q8", "probe_q2", "probe_load", "probe_jsq", "oracle_jsq", "probe_requests", "cached_tokens", "probe_tokens", "probe_dw0", "probe_dw4", "probe_nospeed", "cached_tokens_nospeed", "oracle_nospeed"}
+var ExtraStrategies = []string{"probe_d3", "probe_d2q2", "probe_d3q3", "probe_d4q2", "probe_d4q4", "probe_d8q8", "probe_q2", "probe_load", "probe_jsq", "oracle_jsq", "probe_requests", "cached_tokens", "probe_tokens", "probe_dw0", "probe_dw4", "probe_nospeed", "cached_tokens_nospeed", "oracle_nospeed"}
 
 // isProbe reports whether s decides on synchronous probes.
 func isProbe(s string) bool { return strings.HasPrefix(s, Probe) }
@@ -61,7 +62,8 @@ func isProbe(s string) bool { return strings.HasPrefix(s, Probe) }
 //   - cached_adaptive: cached with scrape.adaptive (interval follows the
 //     QPS this proxy sends each backend, between scrape.min_interval,
 //     50 ms, and scrape.max_interval, config.Default's 1 s);
-//   - probe: the default configuration (d=2, 5 ms deadline, 1 hedge);
+//   - probe: the default configuration (route.d and probe.quorum auto: 2 of
+//     2 below 64 pods, 4 of 4 from 64 up; 5 ms deadline, 1 hedge);
 //   - probe_nohedge: probe with probe.hedges 0;
 //   - oracle, oracle_jsq: cached (or cached on queue alone) over views of
 //     the simulator's true state at decision time (see UsesOracle), all
@@ -102,11 +104,11 @@ func StrategyConfig(s string, urls []string) (*config.Config, error) {
 		cfg.Probe.Hedges = 0
 	case "probe_d3":
 		cfg.Route.D = 3
-	case "probe_d3q3", "probe_d4q4", "probe_d8q8":
+	case "probe_d2q2", "probe_d3q3", "probe_d4q2", "probe_d4q4", "probe_d8q8":
 		cfg.Route.D = int(s[len("probe_d")] - '0')
-		cfg.Probe.Quorum = cfg.Route.D
+		cfg.Probe.Quorum = int(s[len("probe_dXq")] - '0')
 	case "probe_q2":
-		cfg.Probe.Quorum = 2
+		cfg.Route.D, cfg.Probe.Quorum = 2, 2
 	case "probe_load":
 		cfg.Probe.Endpoint = config.EndpointLoad
 	case "probe_dw0":

@@ -1,6 +1,10 @@
 package bench
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/probegate/probegate/internal/config"
+)
 
 // TestStrategyConfigs: every strategy name the bench accepts builds a valid
 // configuration, and the d/quorum variants decide on every candidate.
@@ -11,14 +15,25 @@ func TestStrategyConfigs(t *testing.T) {
 			t.Errorf("%s: %v", s, err)
 		}
 	}
-	for s, d := range map[string]int{"probe_d3q3": 3, "probe_d4q4": 4, "probe_d8q8": 8} {
+	// The probe_dXqY variants pin d and quorum whatever the fleet's size;
+	// probe follows route.d auto.
+	for s, dq := range map[string][2]int{"probe_d2q2": {2, 2}, "probe_d3q3": {3, 3}, "probe_d4q2": {4, 2}, "probe_d4q4": {4, 4}, "probe_d8q8": {8, 8}, "probe_q2": {2, 2}} {
 		cfg, err := StrategyConfig(s, urls)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cfg.Route.D != d || cfg.Probe.QuorumFor(cfg.Route.D) != d || cfg.Route.Policy != "probe" {
-			t.Errorf("%s: d %d quorum %d policy %s, want d = quorum = %d, probe", s, cfg.Route.D, cfg.Probe.QuorumFor(cfg.Route.D), cfg.Route.Policy, d)
+		for _, n := range []int{8, 1024} {
+			if d, q := cfg.Sampling(n); d != dq[0] || q != dq[1] || cfg.Route.Policy != "probe" {
+				t.Errorf("%s over %d pods: d %d quorum %d policy %s, want %d, %d, probe", s, n, d, q, cfg.Route.Policy, dq[0], dq[1])
+			}
 		}
+	}
+	cfg, err := StrategyConfig(Probe, urls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Route.D != config.DAuto || cfg.Probe.Quorum != config.QuorumAuto {
+		t.Errorf("probe: route.d %d probe.quorum %d, want the defaults (auto)", cfg.Route.D, cfg.Probe.Quorum)
 	}
 	if _, err := StrategyConfig("probe_d9q9", urls); err == nil {
 		t.Error("unknown strategy accepted")

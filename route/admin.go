@@ -4,14 +4,18 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/pprof"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/probegate/probegate/internal/config"
 )
 
 // AdminHandler returns the admin listener's handler: /metrics (Prometheus),
 // /healthz (the process is alive), /readyz (at least one eligible backend)
-// /debug/backends (JSON state of every backend) and /debug/pprof/ (Go's
+// /debug/backends (JSON state of every backend), /debug/config (JSON: the
+// sampling settings in effect for the current pool) and /debug/pprof/ (Go's
 // runtime profiles, for `go tool pprof`). It binds to loopback by default
 // (server.admin_listen); expose it only on a trusted network.
 func (p *Proxy) AdminHandler() http.Handler {
@@ -36,12 +40,56 @@ func (p *Proxy) AdminHandler() http.Handler {
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(p.DebugBackends())
 	})
+	mux.HandleFunc("GET /debug/config", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(p.DebugConfig())
+	})
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	return mux
+}
+
+// ConfigInfo is /debug/config: the sampling settings the current pool
+// snapshot runs with, beside what the configuration says ("auto" or the
+// number), so that an operator sees what route.d auto chose.
+type ConfigInfo struct {
+	Policy   string `json:"route.policy"`
+	Backends int    `json:"backends"` // the pool's size, which route.d auto follows
+	// D and Quorum are the values in effect; Quorum is 0 for policies
+	// that do not probe.
+	D      int `json:"route.d"`
+	Quorum int `json:"probe.quorum"`
+	Hedges int `json:"probe.hedges"`
+	// DConfigured and QuorumConfigured are the configured values: "auto"
+	// or the number.
+	DConfigured      string `json:"route.d_configured"`
+	QuorumConfigured string `json:"probe.quorum_configured"`
+}
+
+// DebugConfig returns the sampling settings in effect (/debug/config).
+func (p *Proxy) DebugConfig() ConfigInfo {
+	snap := p.snap.Load()
+	set := snap.set
+	configured := func(v, auto int) string {
+		if v == auto {
+			return "auto"
+		}
+		return strconv.Itoa(v)
+	}
+	return ConfigInfo{
+		Policy:           set.pc.Policy,
+		Backends:         snap.pool.Len(),
+		D:                set.pc.D,
+		Quorum:           set.quorum,
+		Hedges:           set.pc.Hedges,
+		DConfigured:      configured(set.cfg.Route.D, config.DAuto),
+		QuorumConfigured: configured(set.cfg.Probe.Quorum, config.QuorumAuto),
+	}
 }
 
 // BackendInfo is one backend's entry in /debug/backends.

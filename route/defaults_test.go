@@ -47,7 +47,14 @@ func TestRunningProxyUsesConfigDefaults(t *testing.T) {
 	// Route: what the pickers run with.
 	pc := set.pc
 	check("route.policy", pc.Policy, def.Route.Policy)
-	check("route.d", pc.D, def.Route.D)
+	// route.d and probe.quorum default to auto: the rule's values for
+	// this pool's size (route/auto_d_test.go checks that the rule changes
+	// them for a large pool).
+	if def.Route.D != config.DAuto || def.Probe.Quorum != config.QuorumAuto {
+		t.Fatalf("config.Default() route.d %d, probe.quorum %d; this test expects auto", def.Route.D, def.Probe.Quorum)
+	}
+	wantD, wantQ := def.Sampling(snap.pool.Len())
+	check("route.d", pc.D, wantD)
 	check("route.weights.queue", pc.Weights.Queue, def.Route.Weights.Queue)
 	check("route.weights.kv_cache", pc.Weights.KVCache, def.Route.Weights.KVCache)
 	check("route.weights.prefix", pc.Weights.Prefix, def.Route.Weights.Prefix)
@@ -71,7 +78,7 @@ func TestRunningProxyUsesConfigDefaults(t *testing.T) {
 	check("probe.hedge_after auto", pcfg.AutoHedge, auto)
 	check("probe.hedges", pcfg.Hedges, def.Probe.Hedges)
 	check("probe.hedges (picker)", pc.Hedges, def.Probe.Hedges)
-	check("probe.quorum", pcfg.Quorum, def.Probe.Quorum)
+	check("probe.quorum", pcfg.Quorum, wantQ)
 	check("probe.fresh_for", pcfg.FreshFor, def.Probe.FreshFor.D())
 	check("probe.orca", set.orca, def.Probe.ORCA)
 

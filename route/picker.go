@@ -47,7 +47,10 @@ type Decision struct {
 type PickerConfig struct {
 	// Policy is a route.policy value (config.Policy*).
 	Policy string
-	// D is the number of candidates sampled (route.d), in 1..config.MaxD.
+	// D is the number of candidates sampled (route.d), in 1..config.MaxD,
+	// or config.DAuto (0): NewPicker takes config.AutoSampling's d for the
+	// policy and the pool's size. The proxy passes the d of
+	// config.Config.Sampling, which it also gives the prober's quorum.
 	D int
 	// Hedges is the number of spare candidates handed to the prober
 	// (probe.hedges), in 0..config.MaxD.
@@ -150,15 +153,22 @@ var policies = map[string]policyEntry{
 func PolicyReadsReports(policy string) bool { return policies[policy].reports }
 
 // NewPicker builds the Picker of pc.Policy over pool. It fails on an unknown
-// policy or a D outside 1..config.MaxD. d is copied; its zero fields are
-// defaulted (see Deps).
+// policy or a D outside 1..config.MaxD (D 0, auto, is resolved here once
+// for the pool's size: config.AutoSampling). d is copied; its zero fields
+// are defaulted (see Deps).
 func NewPicker(pc PickerConfig, pool *Pool, d Deps) (Picker, error) {
 	e, ok := policies[pc.Policy]
 	if !ok {
 		return nil, fmt.Errorf("route.policy: unknown policy %q", pc.Policy)
 	}
+	if pool == nil {
+		pool = &Pool{}
+	}
+	if pc.D == config.DAuto {
+		pc.D, _ = config.AutoSampling(pc.Policy, pool.Len())
+	}
 	if pc.D < 1 || pc.D > config.MaxD {
-		return nil, fmt.Errorf("route.d: must be in 1..%d, got %d", config.MaxD, pc.D)
+		return nil, fmt.Errorf("route.d: must be auto (0) or in 1..%d, got %d", config.MaxD, pc.D)
 	}
 	pc.Hedges = min(max(pc.Hedges, 0), config.MaxD)
 	if d.Memory == nil {
@@ -172,9 +182,6 @@ func NewPicker(pc PickerConfig, pool *Pool, d Deps) (Picker, error) {
 	}
 	if d.Views == nil {
 		d.Views = StateViews{}
-	}
-	if pool == nil {
-		pool = &Pool{}
 	}
 	return e.build(&pc, pool, &d), nil
 }

@@ -121,7 +121,7 @@ func TestNewPickerRejects(t *testing.T) {
 		deps Deps
 	}{
 		{"unknown policy", func(pc *PickerConfig) { pc.Policy = "oracle" }, Deps{Memory: mem}},
-		{"d 0", func(pc *PickerConfig) { pc.D = 0 }, Deps{Memory: mem}},
+		{"d negative", func(pc *PickerConfig) { pc.D = -1 }, Deps{Memory: mem}},
 		{"d above MaxD", func(pc *PickerConfig) { pc.D = config.MaxD + 1 }, Deps{Memory: mem}},
 		{"no memory", func(*PickerConfig) {}, Deps{}},
 	} {
@@ -259,8 +259,9 @@ func TestProbePickerDecidesOnWhatTheProberLearns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(fp.cands) != pc.D || len(fp.spares) != 0 {
-		t.Fatalf("prober got %d candidates, %d spares; want %d, 0", len(fp.cands), len(fp.spares), pc.D)
+	d, _ := config.AutoSampling(pc.Policy, pool.Len()) // route.d auto
+	if len(fp.cands) != d || len(fp.spares) != 0 {
+		t.Fatalf("prober got %d candidates, %d spares; want %d, 0", len(fp.cands), len(fp.spares), d)
 	}
 	if dec.Source != probe.SourceScrape || !slices.Contains(fp.cands, b.Addr()) {
 		t.Fatalf("no answers: picked %s from %v (%v), want a candidate on scraped state", b.Addr(), fp.cands, dec.Source)

@@ -212,18 +212,43 @@ func (p *Proxy) buildSettings(cfg *config.Config) (*settings, error) {
 		accessLog:     cfg.Log.Access,
 		defaultOutput: float64(cfg.Route.Load.DefaultOutputTokens),
 	}
-	if pc.Policy == config.PolicyProbe {
-		pconf, err := probe.ProberConfigFrom(cfg.Probe, pc.D)
-		if err != nil {
-			return nil, fmt.Errorf("probe: %w", err)
-		}
-		set.prober = probe.NewProber(pconf, p.fetcher, p.metrics, p.brkNow)
+	// Fail here, before anything is published, on what NewPicker or the
+	// prober's conversion refuses. publish sizes the settings again for
+	// the pool they are published with.
+	set, err = p.sized(set, 0)
+	if err != nil {
+		return nil, err
 	}
-	// Fail here, before anything is published, on what NewPicker refuses.
 	if _, err := p.newPicker(set, &Pool{}); err != nil {
 		return nil, err
 	}
 	return set, nil
+}
+
+// sized returns set for a pool of n backends: route.d and probe.quorum as
+// internal/config's Sampling gives them (route.d auto: from the pool's
+// size), in pc.D and in the probe policy's Prober. It returns set itself
+// when that is what set already runs with, else a copy; a changed quorum
+// gets a new Prober (its hedge estimator starts afresh, as on a reload).
+func (p *Proxy) sized(set *settings, n int) (*settings, error) {
+	d, q := set.cfg.Sampling(n)
+	probing := set.pc.Policy == config.PolicyProbe
+	if set.pc.D == d && (!probing || set.prober != nil && set.quorum == q) {
+		return set, nil
+	}
+	s := *set
+	s.pc.D = d
+	if probing && (set.prober == nil || set.quorum != q) {
+		pcfg := set.cfg.Probe
+		pcfg.Quorum = q // resolved: ProberConfigFrom takes it as is
+		pconf, err := probe.ProberConfigFrom(pcfg, d)
+		if err != nil {
+			return nil, fmt.Errorf("probe: %w", err)
+		}
+		s.prober = probe.NewProber(pconf, p.fetcher, p.metrics, p.brkNow)
+		s.quorum = q
+	}
+	return &s, nil
 }
 
 // newPicker builds the Picker of set over pool with the proxy's clock,
@@ -236,15 +261,24 @@ func (p *Proxy) newPicker(set *settings, pool *Pool) (Picker, error) {
 	return NewPicker(set.pc, pool, d)
 }
 
-// publish builds the Picker of set over pool and publishes the three as the
-// snapshot the request path reads. Call with p.mu held, or before p is
+// publish sizes set for pool (route.d auto), builds the Picker of set over
+// pool and publishes the three as the snapshot the request path reads. It
+// logs when route.d auto changes d. Call with p.mu held, or before p is
 // shared.
 func (p *Proxy) publish(set *settings, pool *Pool) error {
+	set, err := p.sized(set, pool.Len())
+	if err != nil {
+		return err
+	}
 	pk, err := p.newPicker(set, pool)
 	if err != nil {
 		return err
 	}
-	p.snap.Store(&snapshot{set: set, pool: pool, picker: pk})
+	old := p.snap.Swap(&snapshot{set: set, pool: pool, picker: pk})
+	if set.cfg.Route.D == config.DAuto && old != nil && old.set.pc.D != set.pc.D {
+		p.log.Info().Int("backends", pool.Len()).Int("d", set.pc.D).Int("quorum", set.quorum).
+			Msg("route.d auto: sampling a new number of candidates for the pool's size")
+	}
 	return nil
 }
 

@@ -12,6 +12,7 @@ type settings struct {
 	cfg     *config.Config
 	pc      PickerConfig
 	prober  Prober // the probe policy's; nil for the others
+	quorum  int    // the prober's probe.quorum, resolved for the pool (Proxy.sized)
 	reports bool   // the policy reads reports: scrape the pool
 	orca    bool   // ask backends for ORCA load headers
 	allow   *allowList

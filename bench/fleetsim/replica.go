@@ -95,13 +95,19 @@ func newReplica(s *sim, idx int, strategy string, addrs []string, seed uint64) (
 		r.backends = append(r.backends, b)
 		r.podOf[b.State()] = int32(i)
 	}
+	// route.d and probe.quorum as the proxy runs them over this pool
+	// (route.d auto: from the pool's size).
+	d, quorum := cfg.Sampling(len(addrs))
 	pc := route.PickerConfigFrom(cfg)
+	pc.D = d
 	deps := route.Deps{Rand: r.rng.Uint64, Now: r.clock.now, Memory: r.mem}
 	if bench.UsesOracle(strategy) {
 		deps.Views = oracleViews{s: s, r: r}
 	}
 	if cfg.Route.Policy == "probe" {
-		prc, err := probe.ProberConfigFrom(cfg.Probe, cfg.Route.D)
+		pcfg := cfg.Probe
+		pcfg.Quorum = quorum
+		prc, err := probe.ProberConfigFrom(pcfg, d)
 		if err != nil {
 			return nil, err
 		}

@@ -93,9 +93,11 @@ type Route struct {
 	// backends, "[METHOD[,METHOD] ]/path" or "/prefix/*" (see
 	// ParseAllowRule); default DefaultAllowPaths, vLLM's inference API.
 	// ["/*"] forwards everything.
-	AllowPaths []string   `yaml:"allow_paths"`
-	Policy     string     `yaml:"policy"` // probe | cached | least_inflight | round_robin | random; default probe
-	D          int        `yaml:"d"`      // default 2, at most MaxD
+	AllowPaths []string `yaml:"allow_paths"`
+	Policy     string   `yaml:"policy"` // probe | cached | least_inflight | round_robin | random; default probe
+	// D: candidates sampled per request, 1..MaxD; default DAuto (0, YAML
+	// also auto): from the pool's size (AutoSampling, Config.Sampling).
+	D          int        `yaml:"d" auto:"0"`
 	Weights    Weights    `yaml:"weights"`
 	Saturation Saturation `yaml:"saturation"`
 	Prefix     Prefix     `yaml:"prefix"`
@@ -141,9 +143,12 @@ type Probe struct {
 	Deadline   Duration `yaml:"deadline"`    // default 5ms
 	HedgeAfter string   `yaml:"hedge_after"` // duration or "auto"; default "auto"
 	Hedges     int      `yaml:"hedges"`      // default 1, at most MaxD
-	Quorum     int      `yaml:"quorum"`      // default 2; 0 = d-1, at least 1; above d+hedges = every probe
-	FreshFor   Duration `yaml:"fresh_for"`   // default 2ms
-	ORCA       bool     `yaml:"orca"`        // default true
+	// Quorum: answers that end probing; 0 = d-1 (at least 1); above
+	// d+hedges = every probe. Default QuorumAuto (-1, YAML auto): route.d's
+	// rule with route.d auto, else 2 (Config.Sampling).
+	Quorum   int      `yaml:"quorum" auto:"-1"`
+	FreshFor Duration `yaml:"fresh_for"` // default 2ms
+	ORCA     bool     `yaml:"orca"`      // default true
 }
 
 // Scrape configures the asynchronous scraper.

@@ -79,8 +79,8 @@ func TestValidate(t *testing.T) {
 		{"retries", func(c *Config) { c.Upstream.Retries = -1 }, `upstream.retries: must be >= 0`},
 		{"retries above bound", func(c *Config) { c.Upstream.Retries = MaxRetries + 1 }, `upstream.retries: must be <= 4`},
 		{"policy", func(c *Config) { c.Route.Policy = "p2c" }, `route.policy: must be one of probe, cached, least_inflight, round_robin, random, got "p2c"`},
-		{"d", func(c *Config) { c.Route.D = 0 }, `route.d: must be >= 1`},
-		{"d above bound", func(c *Config) { c.Route.D = 100 }, `route.d: must be <= 64`},
+		{"d negative", func(c *Config) { c.Route.D = -1 }, `route.d: must be auto (0) or 1..64, got -1`},
+		{"d above bound", func(c *Config) { c.Route.D = 100 }, `route.d: must be auto (0) or 1..64, got 100`},
 		{"hedges above bound", func(c *Config) { c.Probe.Hedges = 65 }, `probe.hedges: must be <= 64`},
 		{"weight queue", func(c *Config) { c.Route.Weights.Queue = -1 }, `route.weights.queue: must be a finite number >= 0`},
 		{"weight kv nan", func(c *Config) { c.Route.Weights.KVCache = nan() }, `route.weights.kv_cache: must be a finite number >= 0`},
@@ -100,7 +100,7 @@ func TestValidate(t *testing.T) {
 		{"hedge_after negative", func(c *Config) { c.Probe.HedgeAfter = "-1ms" }, `probe.hedge_after: must be a duration or "auto", got "-1ms"`},
 		{"hedge_after past deadline", func(c *Config) { c.Probe.HedgeAfter = "5ms" }, `probe.hedge_after: must be < probe.deadline`},
 		{"hedges", func(c *Config) { c.Probe.Hedges = -1 }, `probe.hedges: must be >= 0`},
-		{"quorum negative", func(c *Config) { c.Probe.Quorum = -1 }, `probe.quorum: must be >= 0`},
+		{"quorum negative", func(c *Config) { c.Probe.Quorum = -2 }, `probe.quorum: must be auto or >= 0 (0: d-1), got -2`},
 		{"fresh_for", func(c *Config) { c.Probe.FreshFor = -1 }, `probe.fresh_for: must be >= 0`},
 		{"scrape interval", func(c *Config) { c.Scrape.Interval = 0 }, `scrape.interval: must be > 0`},
 		{"scrape interval outside", func(c *Config) { c.Scrape.Interval = Duration(10 * time.Second) }, `scrape.interval: must be within [scrape.min_interval, scrape.max_interval] when scrape.adaptive is true`},
@@ -144,7 +144,7 @@ func inf() float64 { z := 0.0; return 1 / z }
 
 func TestValidateReportsAllProblems(t *testing.T) {
 	c := valid()
-	c.Route.D = 0
+	c.Route.D = -1
 	c.Probe.Endpoint = "x"
 	c.Log.Level = "x"
 	errs := problems(t, c.Validate())
@@ -205,9 +205,12 @@ func TestParseProblems(t *testing.T) {
 		{"bad duration", base + "probe:\n  deadline: 5 ms\n", []string{`probe.deadline: invalid duration "5 ms"`}},
 		{"duration without unit", base + "scrape:\n  interval: 5\n", []string{`scrape.interval: invalid duration "5"`}},
 		{"duration as map", base + "scrape:\n  interval: {a: 1}\n", []string{`scrape.interval: must be a duration such as "5ms" or "2s"`}},
-		{"int type", base + "route:\n  d: two\n", []string{"route.d: must be an integer"}},
+		{"int type", base + "route:\n  d: two\n", []string{"route.d: must be an integer or auto"}},
 		{"int from float", base + "route:\n  d: 2.5\n", []string{"route.d: must be an integer"}},
-		{"int quoted", base + "route:\n  d: \"2\"\n", []string{"route.d: must be an integer"}},
+		{"int quoted", base + "route:\n  d: \"2\"\n", []string{"route.d: must be an integer or auto"}},
+		{"int type no auto", base + "route:\n  prefix:\n    max_blocks: auto\n", []string{"route.prefix.max_blocks: must be an integer"}},
+		{"auto as list", base + "probe:\n  quorum: [auto]\n", []string{"probe.quorum: must be an integer"}},
+		{"quorum below auto", base + "probe:\n  quorum: -2\n", []string{"probe.quorum: must be auto or >= 0 (0: d-1), got -2"}},
 		{"int overflow", base + "server:\n  max_header_bytes: 99999999999999999999\n", []string{"server.max_header_bytes: must be an integer"}},
 		{"bool type", base + "log:\n  access: yes\n", []string{"log.access: must be true or false"}},
 		{"float type", base + "route:\n  weights:\n    queue: high\n", []string{"route.weights.queue: must be a number"}},
@@ -217,10 +220,10 @@ func TestParseProblems(t *testing.T) {
 		{"list element", "backends:\n  static: [\"http://127.0.0.1:8001\", {a: b}]\n", []string{"backends.static[1]: must be a string"}},
 		{"root type", "- a\n- b\n", []string{"config must be a mapping of sections (server:, backends:, ...)", "backends: set static, dns or kubernetes"}},
 		{"merge key", base + "route:\n  <<: {d: 3}\n", []string{"route.<<: merge keys are not supported"}},
-		{"decode and validate together", base + "route:\n  d: 0\n  policy: x\nprobe:\n  dedline: 1ms\n", []string{
+		{"decode and validate together", base + "route:\n  d: -1\n  policy: x\nprobe:\n  dedline: 1ms\n", []string{
 			"unknown key probe.dedline (did you mean probe.deadline?)",
 			`route.policy: must be one of probe, cached, least_inflight, round_robin, random, got "x"`,
-			"route.d: must be >= 1",
+			"route.d: must be auto (0) or 1..64, got -1",
 		}},
 		{"empty file", "", []string{"backends: set static, dns or kubernetes"}},
 		{"two documents", base + "---\n" + base, []string{"config must be a single YAML document"}},
@@ -398,6 +401,7 @@ func TestProbeHelpers(t *testing.T) {
 		{"0s", 0, false, false, 0, 4, 3},
 		{"junk", 0, false, true, 3, 2, 3},
 		{"-1ms", 0, false, true, 0, 3, 2},
+		{"auto", 0, true, false, QuorumAuto, 3, 2}, // auto beside an explicit route.d: 2, as before the rule
 	}
 	for _, tt := range tests {
 		p := Probe{HedgeAfter: tt.hedge, Quorum: tt.quorum}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -26,8 +27,10 @@ func Load(path string) (*Config, error) {
 // Parse decodes data, a single YAML document, over Default() and validates
 // the result. Decoding is strict: unknown or duplicated keys, values of the
 // wrong type and malformed durations are problems named by their YAML path
-// (`unknown key probe.dedline`, `route.d: must be an integer`). A key whose
-// value is null (`d:` or `d: ~`) keeps its default.
+// (`unknown key probe.dedline`, `route.d: must be an integer or auto`). A
+// key whose value is null (`d:` or `d: ~`) keeps its default. An integer
+// key whose default is a rule (route.d, probe.quorum: struct tag auto)
+// also takes the string auto.
 //
 // On success Parse returns a valid Config and a nil error. Otherwise it
 // returns nil and an Errors holding every decoding problem together with
@@ -209,6 +212,22 @@ func (d *decoder) mapping(path string, n *yaml.Node, v reflect.Value) {
 			continue
 		}
 		seen[k.Value] = true
+		if auto, ok := v.Type().Field(idx).Tag.Lookup("auto"); ok {
+			// An integer key whose default is a rule: `key: auto` sets
+			// the value the auto tag names (e.g. route.d's 0).
+			if sv := resolve(val); sv.Kind == yaml.ScalarNode && sv.ShortTag() == "!!str" {
+				if sv.Value != "auto" {
+					d.add(p, "must be an integer or auto")
+					continue
+				}
+				n, err := strconv.ParseInt(auto, 10, 64)
+				if err != nil {
+					panic(fmt.Sprintf("config: bad auto tag %q on %s", auto, p))
+				}
+				v.Field(idx).SetInt(n)
+				continue
+			}
+		}
 		d.value(p, val, v.Field(idx))
 	}
 }

@@ -30,7 +30,7 @@ func Default() *Config {
 		Route: Route{
 			AllowPaths: append([]string(nil), DefaultAllowPaths...),
 			Policy:     PolicyProbe,
-			D:          2,
+			D:          DAuto,
 			Weights: Weights{
 				Queue:   2,
 				KVCache: 2,
@@ -56,7 +56,7 @@ func Default() *Config {
 			Deadline:   Duration(5 * time.Millisecond),
 			HedgeAfter: HedgeAuto,
 			Hedges:     1,
-			Quorum:     2,
+			Quorum:     QuorumAuto,
 			FreshFor:   Duration(2 * time.Millisecond),
 			ORCA:       true,
 		},

@@ -58,11 +58,16 @@ func (p Probe) HedgeDelay() (d time.Duration, auto bool, err error) {
 	return d, false, nil
 }
 
-// QuorumFor returns how many probe answers end probing when d candidates are
-// sampled: probe.quorum if set, else DefaultQuorum(d).
+// QuorumFor returns how many probe answers end probing when an explicit
+// route.d of d candidates is sampled: probe.quorum if > 0, DefaultQuorum(d)
+// for 0, and 2 for auto (QuorumAuto beside an explicit route.d). With
+// route.d auto, use Config.Sampling, which applies the size rule.
 func (p Probe) QuorumFor(d int) int {
-	if p.Quorum > 0 {
+	switch {
+	case p.Quorum > 0:
 		return p.Quorum
+	case p.Quorum == QuorumAuto:
+		return quorumBesideFixedD
 	}
 	return DefaultQuorum(d)
 }

@@ -200,8 +200,9 @@ func validate(c *Config) Errors {
 		}
 	}
 	v.oneOf("route.policy", r.Policy, policies...)
-	v.atLeast("route.d", int64(r.D), 1)
-	v.atMost("route.d", int64(r.D), MaxD)
+	if r.D < DAuto || r.D > MaxD {
+		v.add("route.d", "must be auto (0) or 1..%d, got %d", MaxD, r.D)
+	}
 	v.weight("route.weights.queue", r.Weights.Queue)
 	v.weight("route.weights.kv_cache", r.Weights.KVCache)
 	v.weight("route.weights.prefix", r.Weights.Prefix)
@@ -229,7 +230,9 @@ func validate(c *Config) Errors {
 	}
 	v.atLeast("probe.hedges", int64(p.Hedges), 0)
 	v.atMost("probe.hedges", int64(p.Hedges), MaxD)
-	v.atLeast("probe.quorum", int64(p.Quorum), 0)
+	if p.Quorum < QuorumAuto {
+		v.add("probe.quorum", "must be auto or >= 0 (0: d-1), got %d", p.Quorum)
+	}
 	// A quorum above route.d + probe.hedges is not an error: it means
 	// "wait for every probe" (still bounded by probe.deadline), so a user
 	// who lowers route.d is not tripped by the default quorum.
