@@ -30,6 +30,10 @@ type clientConn struct {
 	net.Conn
 	detached atomic.Bool
 	pre      []byte
+
+	// Its slot in the proxy's connSet while tracked.
+	tracked    atomic.Bool
+	shard, idx uint32
 }
 
 func (c *clientConn) Read(b []byte) (int, error) {

@@ -53,7 +53,7 @@ import (
 type hijackRegistry struct {
 	stopping atomic.Bool
 	_        [60]byte // read by every stream: not on a free list's cache line
-	shards   [regShards]slotTable
+	shards   [regShards]slotTable[hijackEntry]
 }
 
 // regShards is the number of slot tables of a hijackRegistry.

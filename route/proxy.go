@@ -96,10 +96,9 @@ type Proxy struct {
 	disc      discovery
 	closed    bool
 
-	// Client connections open now, guarded by connsMu: Shutdown closes
-	// those still open when its grace ends, cutting the streams they carry.
-	connsMu sync.Mutex
-	conns   map[net.Conn]struct{}
+	// Client connections open now: Shutdown closes those still open when
+	// its grace ends, cutting the streams they carry. Lock-free.
+	conns connSet
 	// SSE streams pumped over hijacked client connections (hijack.go),
 	// and whether Shutdown has begun; lock-free.
 	hijacks hijackRegistry
@@ -121,7 +120,6 @@ func New(opts Options) (*Proxy, error) {
 		views:    opts.Views,
 		discover: opts.Discover,
 		backends: make(map[string]*Backend),
-		conns:    make(map[net.Conn]struct{}),
 	}
 	if p.now == nil {
 		p.now = time.Now

@@ -67,17 +67,18 @@ func (l connLogger) Printf(format string, args ...any) {
 }
 
 // trackConn keeps the set of open client connections (per connection, not
-// per request).
+// per request; lock-free, see connSet). Every connection fasthttp serves
+// is a *clientConn: clientListener and afterStream make them.
 func (p *Proxy) trackConn(c net.Conn, st fasthttp.ConnState) {
+	cc, ok := c.(*clientConn)
+	if !ok {
+		return
+	}
 	switch st {
 	case fasthttp.StateNew:
-		p.connsMu.Lock()
-		p.conns[c] = struct{}{}
-		p.connsMu.Unlock()
+		p.conns.add(cc)
 	case fasthttp.StateClosed, fasthttp.StateHijacked:
-		p.connsMu.Lock()
-		delete(p.conns, c)
-		p.connsMu.Unlock()
+		p.conns.remove(cc)
 	}
 }
 
@@ -85,11 +86,7 @@ func (p *Proxy) trackConn(c net.Conn, st fasthttp.ConnState) {
 // the streams they carry: bodyStream sees the failed write and releases its
 // upstream request.
 func (p *Proxy) closeClientConns() {
-	p.connsMu.Lock()
-	for c := range p.conns {
-		_ = c.Close()
-	}
-	p.connsMu.Unlock()
+	p.conns.closeAll()
 	p.cutHijacked()
 }
 
