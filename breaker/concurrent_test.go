@@ -239,12 +239,24 @@ func TestStaleOutcomesNeverCountInTheNewWindow(t *testing.T) {
 	}
 }
 
+// leastAllocs is testing.AllocsPerRun(1000, f) repeated up to five times,
+// keeping the smallest figure: the race runtime or a goroutine of an
+// earlier test may add a stray allocation to one run, while an allocation
+// in f shows in all of them.
+func leastAllocs(f func()) float64 {
+	least := testing.AllocsPerRun(1000, f)
+	for i := 1; i < 5 && least > 0; i++ {
+		least = min(least, testing.AllocsPerRun(1000, f))
+	}
+	return least
+}
+
 // TestNoAllocationPerRequest: admitting, rejecting and reporting allocate
 // nothing; only a transition does.
 func TestNoAllocationPerRequest(t *testing.T) {
 	clk := newFakeClock()
 	b := New("b", cfg(1000, 1, time.Second), clk.now, nil)
-	if n := testing.AllocsPerRun(1000, func() {
+	if n := leastAllocs(func() {
 		tk, err := b.Allow()
 		if err != nil {
 			t.Fatal(err)
@@ -258,7 +270,7 @@ func TestNoAllocationPerRequest(t *testing.T) {
 
 	b = New("b", cfg(1, 1, time.Second), clk.now, nil)
 	report(t, b, Failure)
-	if n := testing.AllocsPerRun(1000, func() {
+	if n := leastAllocs(func() {
 		if _, err := b.Allow(); err == nil {
 			t.Fatal("admitted while open")
 		}
@@ -268,7 +280,7 @@ func TestNoAllocationPerRequest(t *testing.T) {
 
 	clk.advance(2 * time.Second)
 	b.State() // the transition to half-open allocates its window
-	if n := testing.AllocsPerRun(1000, func() {
+	if n := leastAllocs(func() {
 		tk, err := b.Allow()
 		if err != nil {
 			t.Fatal(err)
