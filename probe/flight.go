@@ -32,8 +32,14 @@ import (
 // leave has returned no answer can still be sent to the waiter that left
 // (which lets a Run recycle its channel).
 type flight struct {
+	state    *State      // the backend probed
 	deadline time.Time   // immutable; the probe's context deadline
 	timer    *time.Timer // ends the context at deadline (expire)
+
+	// background: sent for a backend whose probes are slow, with no
+	// waiter (Prober.refresh); it runs to its answer or its deadline even
+	// when the waiters that joined it leave.
+	background bool
 
 	mu        sync.Mutex
 	subs      []chan<- int // the result channels of the waiters that have not left
@@ -51,15 +57,30 @@ var _ context.Context = (*flight)(nil)
 // anyone asked for its Done channel.
 var closedDone = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
-// newFlight returns a flight with one waiter (the Run that starts it,
-// whose result channel is results) that ends at deadline, which must be
-// after now: its timer fires d from now (d = deadline - now; the caller
-// has both, so no clock is read here).
-func newFlight(deadline time.Time, d time.Duration, results chan<- int) *flight {
-	f := &flight{deadline: deadline, waiting: 1}
-	f.subs = append(f.subsBuf[:0], results)
+// newFlight returns a flight to s with one waiter (the Run that starts it,
+// whose result channel is results), or none when results is nil (a
+// background flight), that ends at deadline, which must be after now: its
+// timer fires d from now (d = deadline - now; the caller has both, so no
+// clock is read here).
+func newFlight(s *State, deadline time.Time, d time.Duration, results chan<- int) *flight {
+	f := &flight{state: s, deadline: deadline}
+	if results != nil {
+		f.waiting = 1
+		f.subs = append(f.subsBuf[:0], results)
+	} else {
+		f.background = true
+	}
 	f.timer = time.AfterFunc(d, f.expire)
 	return f
+}
+
+// drop ends a flight that was never shared (it lost the race to be the
+// backend's flight) and that nobody waits for.
+func (f *flight) drop() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.end(context.Canceled)
+	f.timer.Stop()
 }
 
 // Deadline implements context.Context.
@@ -102,14 +123,15 @@ func (f *flight) end(err error) {
 	}
 }
 
-// expire runs at the deadline: the context ends and the waiters still
-// there are given a timeout (the probe itself may answer later, then fly
-// still Reports it).
+// expire runs at the deadline: the context ends, the waiters still there
+// are given a timeout (the probe itself may answer later, then fly still
+// Reports it) and the backend is marked slow (see Prober.Run).
 func (f *flight) expire() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.end(context.DeadlineExceeded)
 	f.deliver(probeTimeout)
+	f.state.markSlow(f.deadline)
 }
 
 // deliver sends r to every waiter once; mu must be held.
@@ -130,7 +152,7 @@ func (f *flight) deliver(r int) {
 func (f *flight) join(results chan<- int) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.landed || f.waiting == 0 {
+	if f.landed || (f.waiting == 0 && !f.background) {
 		return false
 	}
 	f.waiting++
@@ -142,8 +164,8 @@ func (f *flight) join(results chan<- int) bool {
 // before the answer (satisfied: its quorum was met elsewhere; otherwise
 // its own deadline or its caller's context ended) and unsubscribes it: no
 // result is sent to results after leave returns. The last one to leave
-// cancels the probe. Leaving a landed flight does nothing (its result is
-// already in results).
+// cancels the probe, unless it is a background flight. Leaving a landed
+// flight does nothing (its result is already in results).
 func (f *flight) leave(results chan<- int, satisfied bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -159,7 +181,7 @@ func (f *flight) leave(results chan<- int, satisfied bool) {
 		}
 	}
 	f.waiting--
-	if f.waiting == 0 {
+	if f.waiting == 0 && !f.background {
 		f.abandoned = satisfied
 		f.end(context.Canceled)
 		f.timer.Stop()

@@ -193,7 +193,7 @@ func TestProberHedgeJoinsFlight(t *testing.T) {
 // context (fasthttp cannot be interrupted) still ends the Run's wait at
 // exactly the deadline: the flight's own timer gives its waiters a
 // timeout, with no timer in the Run. The late answer is Reported and
-// counted ok.
+// counted ok, and the backend stays marked slow (it answered late).
 func TestProberDeafProbeEndsAtTheDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFakeFetcher()
@@ -205,20 +205,122 @@ func TestProberDeafProbeEndsAtTheDeadline(t *testing.T) {
 		if want := (Result{Probed: 1, TimedOut: 1, Waited: 5 * ms}); res != want {
 			t.Fatalf("Run = %+v, want %+v", res, want)
 		}
-		// A request arriving after the deadline does not join the probe
-		// that is over: it sends its own (answered at 8ms from its send).
+		// A request arriving after the deadline neither waits nor joins
+		// the probe that is over: the backend is marked slow, and its
+		// probe still in the air stands for the background one.
 		time.Sleep(ms)
-		if res := p.Run(context.Background(), bs, nil); res.Probed != 1 || res.Coalesced != 0 || res.TimedOut != 1 {
-			t.Errorf("second Run = %+v, want its own probe", res)
+		if res, want := p.Run(context.Background(), bs, nil), (Result{SkippedSlow: 1}); res != want {
+			t.Errorf("second Run = %+v, want %+v", res, want)
 		}
 		time.Sleep(10 * ms)
 		synctest.Wait()
 		if l := bs[0].Latest(); l == nil || l.Source != SourceProbe {
 			t.Errorf("late answer not reported: %+v", l)
 		}
-		if obs.probe(OutcomeOK) != 2 || obs.probe(OutcomeTimeout) != 0 {
+		if n := f.callsTo("deaf"); n != 1 {
+			t.Errorf("%d probes of deaf, want 1", n)
+		}
+		if obs.probe(OutcomeOK) != 1 || obs.probe(OutcomeTimeout) != 0 || obs.probe(OutcomeSkippedSlow) != 1 {
 			t.Errorf("observed %v: answers that arrive count as ok", obs.probes)
 		}
+		if res, want := p.Run(context.Background(), bs, nil), (Result{SkippedSlow: 1}); res != want {
+			t.Errorf("after the late answer: Run = %+v, want %+v (still slow)", res, want)
+		}
+		time.Sleep(10 * ms) // let its background probe end
+		synctest.Wait()
+	})
+}
+
+// TestProberSkipsSlowBackend: once a backend's probe missed the deadline,
+// requests stop waiting for it (its cached state stands, the other
+// candidates are still probed and waited for) and a probe nobody waits for
+// checks it; the first answer in time makes it waited for again.
+func TestProberSkipsSlowBackend(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeFetcher()
+		f.delay["a"], f.delay["b"] = time.Hour, ms
+		bs := states("a", "b")
+		obs := newCountObserver()
+		p := NewProber(ProberConfig{Deadline: 5 * ms, HedgeAfter: time.Hour, Quorum: 2}, f, obs, nil)
+		if res, want := p.Run(context.Background(), bs, nil), (Result{Probed: 2, Answered: 1, TimedOut: 1, Waited: 5 * ms}); res != want {
+			t.Fatalf("Run = %+v, want %+v", res, want)
+		}
+		synctest.Wait()
+		// a answers fast now, but it is marked slow: not waited for.
+		f.mu.Lock()
+		f.delay["a"] = 2 * ms
+		f.mu.Unlock()
+		if res, want := p.Run(context.Background(), bs, nil), (Result{Probed: 1, Answered: 1, SkippedSlow: 1, Waited: ms}); res != want {
+			t.Fatalf("Run = %+v, want %+v", res, want)
+		}
+		if n := f.callsTo("a"); n != 2 {
+			t.Fatalf("%d probes of a, want 2 (the second in the background)", n)
+		}
+		// The background probe is in the air: a request now neither
+		// waits for it nor sends another.
+		if res, want := p.Run(context.Background(), bs, nil), (Result{Probed: 1, Answered: 1, SkippedSlow: 1, Waited: ms}); res != want {
+			t.Fatalf("Run = %+v, want %+v", res, want)
+		}
+		if n := f.callsTo("a"); n != 2 {
+			t.Fatalf("%d probes of a, want 2", n)
+		}
+		synctest.Wait() // the background probe answered in time (at 2ms)
+		if l := bs[0].Latest(); l == nil || l.Source != SourceProbe {
+			t.Fatalf("background answer not reported: %+v", l)
+		}
+		if res, want := p.Run(context.Background(), bs, nil), (Result{Probed: 2, Answered: 2, Waited: 2 * ms}); res != want {
+			t.Fatalf("after an answer in time: Run = %+v, want %+v", res, want)
+		}
+		if obs.probe(OutcomeSkippedSlow) != 2 || obs.probe(OutcomeTimeout) != 1 || obs.probe(OutcomeOK) != 6 {
+			t.Errorf("observed %v", obs.probes)
+		}
+	})
+}
+
+// TestProberSlowMarkLapses: a backend marked slow that nobody asked about
+// for slowHold is waited for again (a quiet spell is no evidence).
+func TestProberSlowMarkLapses(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeFetcher()
+		f.delay["a"] = time.Hour
+		a := states("a")
+		p := NewProber(ProberConfig{Deadline: 5 * ms, HedgeAfter: time.Hour, Quorum: 1}, f, nil, nil)
+		p.Run(context.Background(), a, nil)
+		synctest.Wait()
+		time.Sleep(slowHold - 5*ms - 1) // just before: still slow
+		if res := p.Run(context.Background(), a, nil); res.SkippedSlow != 1 {
+			t.Fatalf("Run = %+v, want skipped as slow", res)
+		}
+		synctest.Wait()
+		time.Sleep(slowHold + 5*ms) // the background probe timed out at +5ms: now past its hold
+		f.mu.Lock()
+		f.delay["a"] = ms
+		f.mu.Unlock()
+		if res, want := p.Run(context.Background(), a, nil), (Result{Probed: 1, Answered: 1, Waited: ms}); res != want {
+			t.Fatalf("Run = %+v, want %+v", res, want)
+		}
+	})
+}
+
+// TestProberHedgeSkipsSlowSpare: a hedge does not go to a spare whose
+// probes are slow: it takes the next spare, and a Run whose candidates
+// are all slow hedges at once.
+func TestProberHedgeSkipsSlowSpare(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeFetcher()
+		f.delay["a"], f.delay["s1"], f.delay["s2"] = time.Hour, time.Hour, ms
+		bs := states("a", "s1", "s2")
+		a, s1, s2 := bs[0], bs[1], bs[2]
+		p := NewProber(ProberConfig{Deadline: 5 * ms, HedgeAfter: 4 * ms, Hedges: 1, Quorum: 1}, f, nil, nil)
+		// Mark a and s1 slow.
+		p.Run(context.Background(), []*State{a, s1}, nil)
+		synctest.Wait()
+		res := p.Run(context.Background(), []*State{a}, []*State{s1, s2})
+		if want := (Result{Probed: 1, Answered: 1, Hedged: 1, SkippedSlow: 2, SparesUsed: 2, Waited: ms}); res != want {
+			t.Errorf("Run = %+v, want %+v", res, want)
+		}
+		time.Sleep(5 * ms) // let the background probes of a and s1 end
+		synctest.Wait()
 	})
 }
 

@@ -18,6 +18,11 @@ const (
 	// answer after every request waiting for it had reached its quorum
 	// (the loser of a quorum, cut short), not a timeout.
 	OutcomeCancelled = "cancelled"
+	// OutcomeSkippedSlow: probes only: a candidate whose last probe did
+	// not answer within probe.deadline was not waited for (its cached
+	// state was used; a probe nobody waits for was sent to it unless one
+	// was in flight).
+	OutcomeSkippedSlow = "skipped_slow"
 )
 
 // Observer receives the prober's and the scraper's events; the composition
@@ -30,8 +35,9 @@ type Observer interface {
 	// d = 0; the hedge probe later reports its own completion), once per
 	// candidate skipped as fresh (skipped_fresh, d = 0) and once per
 	// candidate whose probe already in flight was joined instead of sending
-	// another (coalesced, d = 0). Probes sent = ok + timeout + error +
-	// cancelled.
+	// another (coalesced, d = 0), once per candidate not waited for
+	// because its probes are slow (skipped_slow, d = 0). Probes sent = ok +
+	// timeout + error + cancelled.
 	Probe(outcome string, d time.Duration)
 	// Scrape is called once per scrape with ok, timeout or error.
 	Scrape(addr, outcome string)

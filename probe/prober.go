@@ -115,11 +115,16 @@ type Result struct {
 	Answered     int // probes (sent or joined) that answered before the decision
 	Hedged       int // spares probed (sent or joined) after HedgeAfter
 	SkippedFresh int // candidates and spares not probed because their report was fresh
+	// SkippedSlow is how many candidates and spares were not waited for
+	// because their last probe did not answer within Deadline (their
+	// cached state stands; see Run).
+	SkippedSlow int
 	TimedOut     int // probes that timed out, or were still pending at the deadline
 	Failed       int // probes that failed with an error other than a timeout
 	Cancelled    int // probes still pending when the quorum answered (left behind)
 	// SparesUsed is how many spares, from the front of the slice, were
-	// hedged to or skipped as fresh: spares[:SparesUsed] are candidates too.
+	// hedged to or skipped as fresh or slow: spares[:SparesUsed] are
+	// candidates too.
 	SparesUsed int
 	Waited     time.Duration // time Run spent, by the now function
 }
@@ -144,9 +149,20 @@ const maxWaits = 16
 // no probe it waits for can still answer, or at Deadline, whichever is
 // first; it never waits past Deadline or past ctx's own deadline.
 //
+// A backend whose last probe did not answer within Deadline (it timed out
+// or answered late) is not waited for, for at most slowHold, until a probe
+// answers in time: Run counts it as skipped (Result.SkippedSlow,
+// OutcomeSkippedSlow), uses its cached state, and sends it a probe that no
+// Run waits for unless one is in flight, so the first answer in time lifts
+// the mark. Under overload, when probes queue behind the traffic and miss
+// their deadline, requests then stop paying the deadline for an answer that
+// does not come (and whose wait adds to the overload), while probing goes
+// on at one probe in flight per backend.
+//
 // After the hedge delay without a quorum (or at once, when every probe has
-// already failed), it probes up to Hedges more backends taken in order from
-// spares, skipping (and counting as known) those that are fresh. The delay
+// already failed or was skipped as slow), it probes up to Hedges more
+// backends taken in order from spares, skipping (and counting as known)
+// those that are fresh, and skipping those that are slow. The delay
 // is HedgeAfterFor(probes in flight, answers still needed) once the probes
 // are sent: with AutoHedge, the longer the quorum's wait, the later.
 //
@@ -194,6 +210,7 @@ func (p *Prober) Run(ctx context.Context, cands, spares []*State) Result {
 	if !p.wallNow {
 		wall = time.Now()
 	}
+	wallNs := wall.UnixNano()
 	w := p.waiters.get(len(cands) - res.SkippedFresh + p.cfg.Hedges)
 	w.deadline = wall.Add(p.cfg.Deadline)
 	defer func() {
@@ -213,8 +230,19 @@ func (p *Prober) Run(ctx context.Context, cands, spares []*State) Result {
 			p.obs.Probe(OutcomeCoalesced, 0)
 		}
 	}
+	// slow skips a backend whose probes are slow, and probes it in the
+	// background; it reports whether it did.
+	slow := func(s *State) bool {
+		if s.probeSlowUntil.Load() <= wallNs {
+			return false
+		}
+		res.SkippedSlow++
+		p.obs.Probe(OutcomeSkippedSlow, 0)
+		p.refresh(s, w.deadline)
+		return true
+	}
 	for i, s := range cands {
-		if !fresh[i] {
+		if !fresh[i] && !slow(s) {
 			launch(s, w.deadline, p.cfg.Deadline)
 		}
 	}
@@ -234,6 +262,9 @@ func (p *Prober) Run(ctx context.Context, cands, spares []*State) Result {
 				res.SkippedFresh++
 				known++
 				p.obs.Probe(OutcomeSkippedFresh, 0)
+				continue
+			}
+			if slow(s) {
 				continue
 			}
 			hedgesLeft--
@@ -335,13 +366,40 @@ func (p *Prober) await(s *State, results chan<- int, deadline time.Time, d time.
 			s.flight.CompareAndSwap(f, nil)
 			continue
 		}
-		f = newFlight(deadline, d, results)
+		f = newFlight(s, deadline, d, results)
 		if s.flight.CompareAndSwap(nil, f) {
 			go p.fly(f, s)
 			return f, true
 		}
 		f.leave(results, false) // another Run started one first: join it
 	}
+}
+
+// slowHold bounds how long a backend whose probe missed the deadline is not
+// waited for when no probe answers in time since (a backend probed again
+// only after a quiet spell is waited for again).
+const slowHold = time.Second
+
+// markSlow records that a probe of s had no answer at wall-clock instant
+// at, past its deadline: Runs do not wait for s until slowHold after at or
+// until a probe answers in time.
+func (s *State) markSlow(at time.Time) {
+	s.probeSlowUntil.Store(at.Add(slowHold).UnixNano())
+}
+
+// refresh sends a probe to s that no Run waits for (a background flight),
+// unless one is in flight: it ends at deadline (probe.deadline from the
+// Run's start) and its answer, Reported, lifts the slow mark if in time.
+func (p *Prober) refresh(s *State, deadline time.Time) {
+	if s.flight.Load() != nil {
+		return
+	}
+	f := newFlight(s, deadline, p.cfg.Deadline, nil)
+	if s.flight.CompareAndSwap(nil, f) {
+		go p.fly(f, s)
+		return
+	}
+	f.drop()
 }
 
 // fly sends the probe of flight f to s, Reports the answer, observes the
@@ -367,6 +425,20 @@ func (p *Prober) fly(f *flight, s *State) {
 	// fresh probe rather than joining one that is over.
 	s.flight.CompareAndSwap(f, nil)
 	abandoned := f.land(r)
+	// Mark the backend slow when its probe did not answer within the
+	// deadline (whether or not a Run still waited), unmark it when one
+	// answered or failed in time; a probe cut short by its waiters leaving
+	// says nothing.
+	wallAt := at
+	if !p.wallNow {
+		wallAt = time.Now()
+	}
+	switch late := !wallAt.Before(f.deadline); {
+	case late || (r == probeTimeout && !abandoned):
+		s.markSlow(wallAt)
+	case r != probeTimeout && s.probeSlowUntil.Load() != 0:
+		s.probeSlowUntil.Store(0)
+	}
 	switch {
 	case r == probeOK:
 		p.obs.Probe(OutcomeOK, rtt)

@@ -38,6 +38,11 @@ type State struct {
 	// that need its answer (nil when none; see flight). Set and cleared by
 	// compare-and-swap.
 	flight atomic.Pointer[flight]
+	// Until when (wall clock, Unix ns; 0: not) Runs do not wait for a
+	// probe of this backend: its last probe did not answer within
+	// probe.deadline. Set by that probe, cleared by the next one that
+	// answers in time (see Prober.Run).
+	probeSlowUntil atomic.Int64
 
 	// The scrape loop's current interval in nanoseconds (0: not scraped).
 	scrapeInterval atomic.Int64

@@ -61,7 +61,7 @@ func newMetrics(reg prometheus.Registerer, p *Proxy) (*Metrics, error) {
 		}),
 		probesVec: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "probegate_probes_total",
-			Help: "Synchronous probes by outcome: ok, timeout, error, cancelled (sent, then abandoned without an answer once every request waiting for it had its quorum), hedge (a hedged probe sent), skipped_fresh (cached state fresh enough), coalesced (a request waited for a probe already in flight instead of sending one). Probes sent = ok + timeout + error + cancelled.",
+			Help: "Synchronous probes by outcome: ok, timeout, error, cancelled (sent, then abandoned without an answer once every request waiting for it had its quorum), hedge (a hedged probe sent), skipped_fresh (cached state fresh enough), coalesced (a request waited for a probe already in flight instead of sending one), skipped_slow (a candidate whose last probe did not answer within probe.deadline was not waited for). Probes sent = ok + timeout + error + cancelled.",
 		}, []string{"outcome"}),
 		probeDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "probegate_probe_duration_seconds",
@@ -100,7 +100,7 @@ func newMetrics(reg prometheus.Registerer, p *Proxy) (*Metrics, error) {
 		}),
 		probes: make(map[string]prometheus.Counter),
 	}
-	for _, o := range []string{probe.OutcomeOK, probe.OutcomeTimeout, probe.OutcomeError, probe.OutcomeCancelled, probe.OutcomeHedge, probe.OutcomeSkippedFresh, probe.OutcomeCoalesced} {
+	for _, o := range []string{probe.OutcomeOK, probe.OutcomeTimeout, probe.OutcomeError, probe.OutcomeCancelled, probe.OutcomeHedge, probe.OutcomeSkippedFresh, probe.OutcomeCoalesced, probe.OutcomeSkippedSlow} {
 		m.probes[o] = m.probesVec.WithLabelValues(o)
 	}
 	m.retries[retryConnect] = m.retriesVec.WithLabelValues("connect")
