@@ -119,9 +119,9 @@ type Result struct {
 	// because their last probe did not answer within Deadline (their
 	// cached state stands; see Run).
 	SkippedSlow int
-	TimedOut     int // probes that timed out, or were still pending at the deadline
-	Failed       int // probes that failed with an error other than a timeout
-	Cancelled    int // probes still pending when the quorum answered (left behind)
+	TimedOut    int // probes that timed out, or were still pending at the deadline
+	Failed      int // probes that failed with an error other than a timeout
+	Cancelled   int // probes still pending when the quorum answered (left behind)
 	// SparesUsed is how many spares, from the front of the slice, were
 	// hedged to or skipped as fresh or slow: spares[:SparesUsed] are
 	// candidates too.
