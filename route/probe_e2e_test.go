@@ -3,6 +3,7 @@ package route
 import (
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -32,6 +33,29 @@ func probeConfig(f *vllmsim.Fleet) *config.Config {
 	c := testConfig(f.URLs()...)
 	c.Route.Policy = "probe"
 	return c
+}
+
+// histogramAtMost returns how many observations of a histogram family's
+// first series fell in buckets up to bound (which must be a bucket bound).
+func (tp *testProxy) histogramAtMost(t *testing.T, name string, bound float64) uint64 {
+	t.Helper()
+	mfs, err := tp.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, b := range mf.GetMetric()[0].GetHistogram().GetBucket() {
+			if math.Abs(b.GetUpperBound()-bound) < 1e-9 {
+				return b.GetCumulativeCount()
+			}
+		}
+		t.Fatalf("%s has no bucket bound %v", name, bound)
+	}
+	t.Fatalf("no histogram %s", name)
+	return 0
 }
 
 // histogram returns the count and the upper bound of the highest non-empty
@@ -80,9 +104,18 @@ func complete(t *testing.T, url, model string, maxTokens int, stream bool) {
 
 // A probe endpoint slower than probe.deadline must cost a request at most
 // the deadline: routing never waits for it.
+//
+// The decision time is wall-clock time on a shared machine, so a goroutine
+// descheduled for tens of milliseconds can push one decision past the
+// deadline's bucket without the router waiting for anything. The slow
+// endpoint therefore answers after 1 s, 50x the deadline, and the test
+// asks for what separates "bounded by the deadline" from "waited for the
+// slow probe" even on a loaded machine: most decisions within the
+// deadline's bucket and none anywhere near the slow answer.
 func TestSlowProbeEndpointCostsAtMostTheDeadline(t *testing.T) {
+	const slow = time.Second
 	f := simFleet(t, 4, nil)
-	f.Servers()[0].SetFaults(vllmsim.Faults{ProbeDelay: 300 * time.Millisecond})
+	f.Servers()[0].SetFaults(vllmsim.Faults{ProbeDelay: slow})
 	cfg := probeConfig(f)
 	cfg.Probe.Deadline = config.Duration(20 * time.Millisecond)
 	cfg.Probe.HedgeAfter = "10ms"
@@ -90,16 +123,21 @@ func TestSlowProbeEndpointCostsAtMostTheDeadline(t *testing.T) {
 	cfg.Scrape.Timeout = config.Duration(100 * time.Millisecond)
 	tp := startProxy(t, cfg)
 
-	for i := 0; i < 40; i++ {
+	const requests = 40
+	for range requests {
 		complete(t, tp.url("/v1/completions"), vllmsim.DefaultConfig().Model, 2, false)
 	}
 	n, worst := tp.histogram(t, "probegate_decision_duration_seconds")
-	if n != 40 {
-		t.Fatalf("decisions observed %d, want 40", n)
+	if n != requests {
+		t.Fatalf("decisions observed %d, want %d", n, requests)
 	}
 	// Buckets double; the deadline (20ms) lands in the <= 40.96ms bucket.
-	if worst > 0.041 {
-		t.Fatalf("a decision took longer than the deadline bucket: worst bucket %.4fs", worst)
+	within := tp.histogramAtMost(t, "probegate_decision_duration_seconds", 0.04096)
+	if within < requests*9/10 {
+		t.Fatalf("%d of %d decisions within the deadline's bucket (40.96ms), want at least 90%%", within, requests)
+	}
+	if worst > 0.33 {
+		t.Fatalf("a decision took %.2fs or more (bucket bound): routing waited for the %v probe", worst, slow)
 	}
 	// A slow probe left behind by a quorum that hedges completed is
 	// counted as cancelled; one the decision waited for to the deadline, as
