@@ -3,7 +3,7 @@
 // load generator, and the baselines, side by side. See bench/README.md.
 //
 //	go run ./bench/cmd/bench [-scenario NAME|all] [-quick] [-out DIR] [-seed N]
-//	go run ./bench/cmd/bench -scenario trace -trace FILE [-trace-offset D] [-trace-speed X]
+//	go run ./bench/cmd/bench -scenario trace -trace FILE [-trace-offset D] [-trace-load L | -trace-speed X]
 package main
 
 import (
@@ -34,7 +34,8 @@ func main() {
 	sizes := fs.String("sizes", bench.SizesLognormal, "request sizes of steady, spike and replicas: "+strings.Join(bench.SizeKinds, ", ")+" (lognormal: fitted to the Azure code trace; trace: pairs drawn from -trace)")
 	trace := fs.String("trace", "", "trace in the Azure schema (TIMESTAMP,ContextTokens,GeneratedTokens) for -scenario trace and -sizes trace (default: the committed slice bench/testdata/azure_code_2023_slice.csv)")
 	traceOffset := fs.Duration("trace-offset", bench.DefaultTraceOffset, "trace time at which the first seed's replay window starts (each further seed replays the next window)")
-	traceSpeed := fs.Float64("trace-speed", bench.DefaultTraceSpeed, "replay speed: the trace's arrival times are divided by it")
+	traceSpeed := fs.Float64("trace-speed", 0, "fixed replay speed: the trace's arrival times are divided by it and each seed replays duration x speed of trace time (1: real time); 0 calibrates the replay to -trace-load instead")
+	traceLoad := fs.Float64("trace-load", bench.DefaultTraceLoad, "with -trace-speed 0: each seed replays the next load x capacity x duration rows of the trace from -trace-offset, their gaps scaled to span the duration (capacity: the trace fleet's, measured closed loop with the trace's sizes)")
 	variants := fs.String("variants", "", "comma-separated scenario entries to run, e.g. trace_hetero_r1,steady_80 (default all of the selected scenarios)")
 	profile := fs.String("profile", "", "overhead: write CPU and allocation profiles of each probegate target under wrk to this directory (read with go tool pprof)")
 	noProgress := fs.Bool("no-progress", false, "no progress bar on stderr")
@@ -44,7 +45,7 @@ func main() {
 	defer stop()
 	o := bench.Options{Scenario: *scenario, Quick: *quick, Out: *out, Seed: *seed, Seeds: *seeds,
 		Duration: *dur, Servers: *servers, Burstiness: *burst, Progress: os.Stderr, Log: os.Stderr,
-		Sizes: *sizes, TraceFile: *trace, TraceOffset: *traceOffset, TraceSpeed: *traceSpeed,
+		Sizes: *sizes, TraceFile: *trace, TraceOffset: *traceOffset, TraceSpeed: *traceSpeed, TraceLoad: *traceLoad,
 		ProfileDir: *profile}
 	if *variants != "" {
 		o.Variants = strings.Split(*variants, ",")
