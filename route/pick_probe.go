@@ -49,11 +49,15 @@ func (p *probePicker) Pick(ctx context.Context, info *RequestInfo, exclude []*Ba
 	// backend is a choice between a hot spot and chance, while the memory
 	// slot offers the holder only when it is also among the lightly
 	// loaded.
+	// One instant for the decisions before the probe (the final score,
+	// after it, reads the clock again).
+	now := p.sc.now()
+	cutoff := now.Add(-p.sc.pc.StaleAfter)
 	var holder *Backend
 	if p.sc.pc.Weights.Prefix > 0 && info.NBlocks > 0 {
-		holder = p.prefixHolder(info, exclude)
+		holder = p.prefixHolder(info, exclude, now, cutoff)
 	}
-	a := p.affine(info, s, exclude)
+	a := p.affine(info, exclude, now)
 	if a == nil && d < 2 {
 		a, holder = holder, nil
 	}
@@ -65,7 +69,7 @@ func (p *probePicker) Pick(ctx context.Context, info *RequestInfo, exclude []*Ba
 	// The memory slot never takes the last random place: one uniform
 	// sample always remains, so a stale prior cannot lock out a backend.
 	if k < d-1 {
-		if m := p.bestCached(info, s, excl, holder); m != nil {
+		if m := p.bestCached(info, s, excl, holder, now, cutoff); m != nil {
 			s.sample[k] = m
 			k++
 			excl = append(excl, m)
@@ -110,7 +114,7 @@ func (p *probePicker) Pick(ctx context.Context, info *RequestInfo, exclude []*Ba
 // likely still loaded there), else one with a free adapter slot, scanning
 // from a random offset; or nil. The probe then decides whether that
 // backend is too loaded to use.
-func (p *probePicker) affine(info *RequestInfo, s *Scratch, exclude []*Backend) *Backend {
+func (p *probePicker) affine(info *RequestInfo, exclude []*Backend, now time.Time) *Backend {
 	bs := p.sc.bs
 	w := &p.sc.pc.Weights
 	if w.LoRA <= 0 || info.ModelHash == 0 || len(bs) == 0 {
@@ -123,11 +127,14 @@ func (p *probePicker) affine(info *RequestInfo, s *Scratch, exclude []*Backend) 
 	// bounded scan, not one per backend.
 	adapter := p.sc.mem.adapters.Has(info.ModelHash)
 	if !adapter {
-		off := int(p.sc.modN.mod(p.sc.rand()))
-		for i := range min(len(bs), memoryScan) {
-			if l := bs[(off+i)%len(bs)].state.Latest(); l != nil && l.BaseModel != "" {
+		j := int(p.sc.modN.mod(p.sc.rand()))
+		for range min(len(bs), memoryScan) {
+			if l := bs[j].state.Latest(); l != nil && l.BaseModel != "" {
 				adapter = string(info.Model) != l.BaseModel
 				break
+			}
+			if j++; j == len(bs) {
+				j = 0
 			}
 		}
 	}
@@ -136,15 +143,18 @@ func (p *probePicker) affine(info *RequestInfo, s *Scratch, exclude []*Backend) 
 	}
 	// Loaded first, then a free adapter slot, scanning from a random
 	// offset so ties spread.
-	now := p.sc.now()
-	start := int(p.sc.modN.mod(p.sc.rand()))
+	j := int(p.sc.modN.mod(p.sc.rand())) - 1
 	var free *Backend
-	for i := range bs {
-		b := bs[(start+i)%len(bs)]
+	var v probe.View
+	for range bs {
+		if j++; j == len(bs) {
+			j = 0
+		}
+		b := bs[j]
 		if !b.Eligible() || contains(exclude, b) {
 			continue
 		}
-		v := p.sc.views.View(b, now, p.sc.pc.StaleAfter)
+		p.sc.view(&v, b, now)
 		switch s := loraScore(info.ModelHash, true, &v, &b.lora, now, loraWindow); {
 		case s >= 1:
 			return b
@@ -168,7 +178,7 @@ func (p *probePicker) affine(info *RequestInfo, s *Scratch, exclude []*Backend) 
 // deepest indexed prefix and confirms each with its prefix table, so its
 // cost does not grow with the pool: at most 8 index entries, 4 Matches and
 // 4 views.
-func (p *probePicker) prefixHolder(info *RequestInfo, exclude []*Backend) *Backend {
+func (p *probePicker) prefixHolder(info *RequestInfo, exclude []*Backend, now, cutoff time.Time) *Backend {
 	x := p.sc.mem.prefixIndex()
 	if x == nil {
 		return nil
@@ -177,8 +187,6 @@ func (p *probePicker) prefixHolder(info *RequestInfo, exclude []*Backend) *Backe
 	var best *Backend
 	bestN, bestQ, ties := 0, 0.0, 0
 	r := p.sc.rand()
-	now := p.sc.now()
-	cutoff := now.Add(-p.sc.pc.StaleAfter)
 	x.Holders(blocks, func(b *Backend) bool {
 		if b == best || !b.Eligible() || contains(exclude, b) {
 			return b == best
@@ -221,7 +229,7 @@ func (p *probePicker) prefixHolder(info *RequestInfo, exclude []*Backend) *Backe
 // does not hold cached), so the slot goes to a lightly loaded backend that
 // holds the prefix, and to a lightly loaded one without it when the holder
 // is busy.
-func (p *probePicker) bestCached(info *RequestInfo, s *Scratch, exclude []*Backend, holder *Backend) *Backend {
+func (p *probePicker) bestCached(info *RequestInfo, s *Scratch, exclude []*Backend, holder *Backend, now, cutoff time.Time) *Backend {
 	bs := p.sc.bs
 	scan := s.memo[:0]
 	if len(bs) <= memoryScan {
@@ -239,8 +247,6 @@ func (p *probePicker) bestCached(info *RequestInfo, s *Scratch, exclude []*Backe
 	if len(scan) == 0 {
 		return nil
 	}
-	now := p.sc.now()
-	cutoff := now.Add(-p.sc.pc.StaleAfter)
 	briefs := s.memoBriefs[:len(scan)]
 	for i, b := range scan {
 		p.sc.brief(&briefs[i], b, now, cutoff)

@@ -86,16 +86,16 @@ func TestPrefixHolderInLargePool(t *testing.T) {
 	mem.NoteDispatch(bs[900], prefixOf(long, 20), pickNow())
 	mem.NoteDispatch(bs[700], prefixOf(long, 3), pickNow())
 
-	if got := pk.prefixHolder(long, nil); got != bs[900] {
+	if got := holderAt(pk, long, nil); got != bs[900] {
 		t.Fatalf("holder = %s, want b900 (20 blocks)", name(got))
 	}
-	if got := pk.prefixHolder(long, []*Backend{bs[900]}); got != bs[700] {
+	if got := holderAt(pk, long, []*Backend{bs[900]}); got != bs[700] {
 		t.Fatalf("holder with b900 excluded = %s, want b700", name(got))
 	}
-	if got := pk.prefixHolder(long, []*Backend{bs[900], bs[700]}); got != nil {
+	if got := holderAt(pk, long, []*Backend{bs[900], bs[700]}); got != nil {
 		t.Fatalf("holder with both excluded = %s, want none", name(got))
 	}
-	if got := pk.prefixHolder(promptInfo(5000, 40), nil); got != nil {
+	if got := holderAt(pk, promptInfo(5000, 40), nil); got != nil {
 		t.Fatalf("holder of an unseen prompt = %s, want none", name(got))
 	}
 	pickAlways(t, pk, long, 20, bs[900], "the prefix holder")
@@ -119,7 +119,7 @@ func TestPrefixHolderSpreadsOverHolders(t *testing.T) {
 	}
 	count := map[*Backend]int{}
 	for range 400 {
-		count[pk.prefixHolder(info, nil)]++
+		count[holderAt(pk, info, nil)]++
 	}
 	for _, b := range holders {
 		if n := count[b]; n < 60 {
@@ -131,7 +131,7 @@ func TestPrefixHolderSpreadsOverHolders(t *testing.T) {
 		views[holders[i]] = probe.View{Queue: q, KVUse: 0.2, Source: probe.SourceScrape}
 	}
 	for range 20 {
-		if got := pk.prefixHolder(info, nil); got != holders[1] {
+		if got := holderAt(pk, info, nil); got != holders[1] {
 			t.Fatalf("holder = %s, want the idle one %s", name(got), holders[1].Addr())
 		}
 	}
@@ -164,18 +164,18 @@ func TestPrefixIndexIsConfirmedByTables(t *testing.T) {
 	mem.SizePrefixIndex(1)
 	a, b := promptInfo(100, 8), promptInfo(200, 8)
 	mem.prefixIndex().Insert(a.Blocks[:a.NBlocks], bs[2]) // listed, never sent
-	if got := pk.prefixHolder(a, nil); got != nil {
+	if got := holderAt(pk, a, nil); got != nil {
 		t.Fatalf("holder = %s, want none: its table does not hold the prefix", name(got))
 	}
 	mem.NoteDispatch(bs[5], a, pickNow())
-	if got := pk.prefixHolder(a, nil); got != bs[5] {
+	if got := holderAt(pk, a, nil); got != bs[5] {
 		t.Fatalf("holder = %s, want b5", name(got))
 	}
 	mem.NoteDispatch(bs[6], b, pickNow()) // evicts a's only entry
-	if got := pk.prefixHolder(a, nil); got != nil {
+	if got := holderAt(pk, a, nil); got != nil {
 		t.Fatalf("holder of the evicted prompt = %s, want none", name(got))
 	}
-	if got := pk.prefixHolder(b, nil); got != bs[6] {
+	if got := holderAt(pk, b, nil); got != bs[6] {
 		t.Fatalf("holder = %s, want b6", name(got))
 	}
 }
@@ -204,7 +204,7 @@ func TestPrefixIndexConcurrent(t *testing.T) {
 			defer wg.Done()
 			for i := range 2000 {
 				info := promptInfo(uint64(i%16)*100, 20)
-				if b := pk.prefixHolder(info, nil); b != nil && b.prefix.Match(info.Blocks[:info.NBlocks]) == 0 {
+				if b := holderAt(pk, info, nil); b != nil && b.prefix.Match(info.Blocks[:info.NBlocks]) == 0 {
 					bad <- b.Addr()
 					return
 				}
@@ -234,4 +234,10 @@ func TestIsAnchor(t *testing.T) {
 			t.Fatalf("anchor depths of 40 blocks = %v, want %v", got, want)
 		}
 	}
+}
+
+// holderAt is pk's prefixHolder at its clock's now, as Pick calls it.
+func holderAt(pk *probePicker, info *RequestInfo, exclude []*Backend) *Backend {
+	now := pk.sc.now()
+	return pk.prefixHolder(info, exclude, now, now.Add(-pk.sc.pc.StaleAfter))
 }

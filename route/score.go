@@ -189,6 +189,16 @@ func newScorer(pc *PickerConfig, pool *Pool, d *Deps) scorer {
 	return scorer{bs: pool.backends, pc: *pc, rand: d.Rand, now: d.Now, views: d.Views, mem: d.Memory, state: state, modN: newModN(len(pool.backends))}
 }
 
+// view sets *dst to b's view at now, in place when the views are the
+// backends' own states.
+func (sc *scorer) view(dst *probe.View, b *Backend, now time.Time) {
+	if sc.state {
+		b.state.ViewInto(dst, now, sc.pc.StaleAfter)
+		return
+	}
+	*dst = sc.views.View(b, now, sc.pc.StaleAfter)
+}
+
 // brief sets *dst to b's load fields at now (cutoff is now less
 // scrape.stale_after): those of its View, read without building the View
 // when the views are the backends' own states.
@@ -211,11 +221,7 @@ func (sc *scorer) best(info *RequestInfo, s *Scratch, bs []*Backend) (*Backend, 
 	for _, b := range bs {
 		s.views = append(s.views, probe.View{})
 		v := &s.views[len(s.views)-1]
-		if sc.state {
-			b.state.ViewInto(v, now, sc.pc.StaleAfter)
-		} else {
-			*v = sc.views.View(b, now, sc.pc.StaleAfter)
-		}
+		sc.view(v, b, now)
 		if v.MaxLoRA > 0 {
 			sc.mem.adapters.Learn(v)
 		}
