@@ -34,8 +34,8 @@ var AllStrategies = []string{RoundRobin, Random, LeastInflight, Cached, CachedAd
 // ExtraStrategies are diagnostic variants of probe, accepted by
 // -strategies but not run by default (names outside DESIGN.md's list):
 // probe_d3 (route.d 3), probe_dXqY (route.d X with probe.quorum Y whatever
-// the fleet's size: probe_d2q2, the default below 64 pods, probe_d3q3,
-// probe_d4q2, probe_d4q4, the default from 64 pods, probe_d8q8), probe_q2
+// the fleet's size: probe_d2q2, the default below 32 pods, probe_d3q3,
+// probe_d4q2, probe_d4q4, the default from 32 pods, probe_d8q8), probe_q2
 // (route.d 2, probe.quorum 2: the same as probe_d2q2), probe_load
 // (probe.endpoint load: the cheap /load endpoint), probe_jsq (probe scoring
 // on queue alone: weights kv 0), oracle_jsq (the oracle scoring on queue
@@ -63,7 +63,7 @@ func isProbe(s string) bool { return strings.HasPrefix(s, Probe) }
 //     QPS this proxy sends each backend, between scrape.min_interval,
 //     50 ms, and scrape.max_interval, config.Default's 1 s);
 //   - probe: the default configuration (route.d and probe.quorum auto: 2 of
-//     2 below 64 pods, 4 of 4 from 64 up; 5 ms deadline, 1 hedge);
+//     2 below 32 pods, 4 of 4 from 32 up; 5 ms deadline, 1 hedge);
 //   - probe_nohedge: probe with probe.hedges 0;
 //   - oracle, oracle_jsq: cached (or cached on queue alone) over views of
 //     the simulator's true state at decision time (see UsesOracle), all

@@ -5,12 +5,15 @@ package config
 // all of them in pools of fewer than LargePool backends, and LargePoolD
 // (waiting for all of them) from LargePool backends up. The figures behind
 // the rule are in bench/README.md ("fleetsim: a size-aware d") and
-// bench/results/2026-12-01/auto_d: in the fleet simulation, d=4 with
-// quorum 4 had a lower p99 TTFT than d=2 with quorum 2 at every replica
-// count (1, 8 and 32, the proxy cannot know it) and both loads from 64 pods
-// up; below, with one replica, it was often worse, and on the live 8-pod
-// prefix bench it was worse. d=4 with quorum 2 was worse than d=2 almost
-// everywhere: the quorum must follow d.
+// bench/results/2026-12-01/auto_d. d=4 with quorum 4 had a lower p99 TTFT
+// than d=2 with quorum 2 at every replica count (1, 4 or 8 live, 1, 8 and
+// 32 simulated; the proxy cannot know it) from 32 pods up: live at 32 pods
+// in every replica count and seed and on the prefix-sharing bench (also at
+// 64 pods); in the fleet simulation in 18 of 18 long runs at 32 pods and
+// 36 of 36 runs at 64-1,024 pods. At 16 pods it lost live with one replica
+// and at 8 pods on the prefix-sharing bench, so small pools keep 2. d=4
+// with quorum 2 was worse than d=2 at 8-32 replicas: the quorum must
+// follow d.
 const (
 	// DAuto is route.d's default: d from the pool's size (YAML 0 or auto).
 	DAuto = 0
@@ -21,7 +24,7 @@ const (
 
 	// LargePool is the pool size (backends in the pool, eligible or not)
 	// from which route.d auto samples LargePoolD candidates.
-	LargePool = 64
+	LargePool = 32
 	// SmallPoolD is route.d auto in pools of fewer than LargePool backends.
 	SmallPoolD = 2
 	// LargePoolD is route.d auto in pools of LargePool backends or more.

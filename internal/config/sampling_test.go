@@ -16,7 +16,9 @@ func TestSampling(t *testing.T) {
 	}{
 		{PolicyProbe, DAuto, QuorumAuto, 0, 2, 2},
 		{PolicyProbe, DAuto, QuorumAuto, 8, 2, 2},
-		{PolicyProbe, DAuto, QuorumAuto, 63, 2, 2},
+		{PolicyProbe, DAuto, QuorumAuto, 16, 2, 2},
+		{PolicyProbe, DAuto, QuorumAuto, 31, 2, 2},
+		{PolicyProbe, DAuto, QuorumAuto, 32, 4, 4},
 		{PolicyProbe, DAuto, QuorumAuto, 64, 4, 4},
 		{PolicyProbe, DAuto, QuorumAuto, 1024, 4, 4},
 		// Only the probe policy was measured.
