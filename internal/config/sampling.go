@@ -3,17 +3,18 @@ package config
 // The size-aware default of route.d and probe.quorum. Both keys default to
 // auto: the probe policy then samples SmallPoolD candidates and waits for
 // all of them in pools of fewer than LargePool backends, and LargePoolD
-// (waiting for all of them) from LargePool backends up. The figures behind
-// the rule are in bench/README.md ("fleetsim: a size-aware d") and
-// bench/results/2026-12-01/auto_d. d=4 with quorum 4 had a lower p99 TTFT
-// than d=2 with quorum 2 at every replica count (1, 4 or 8 live, 1, 8 and
-// 32 simulated; the proxy cannot know it) from 32 pods up: live at 32 pods
-// in every replica count and seed and on the prefix-sharing bench (also at
-// 64 pods); in the fleet simulation in 18 of 18 long runs at 32 pods and
-// 36 of 36 runs at 64-1,024 pods. At 16 pods it lost live with one replica
-// and at 8 pods on the prefix-sharing bench, so small pools keep 2. d=4
-// with quorum 2 was worse than d=2 at 8-32 replicas: the quorum must
-// follow d.
+// (waiting for all of them) from LargePool backends up.
+//
+// The figures are in bench/README.md ("A size-aware d (session 3)", in the
+// fleetsim section) and bench/results/2026-12-01/auto_d. The proxy cannot
+// know how many replicas share the fleet, so the boundary is the smallest
+// measured pool size at which d=4 with quorum 4 had a lower p99 TTFT than
+// d=2 with quorum 2 at every replica count: 32 pods, live at 1, 4 and 8
+// replicas (one replica: 5 of 6 seeds) and on the prefix-sharing bench, and
+// in the fleet simulation at 1, 8 and 32 replicas in 18 of 18 long runs (36
+// of 36 runs at 64-1,024 pods). At 16 pods it lost live with one replica,
+// at 8 pods on the prefix-sharing bench, so small pools keep 2. d=4 with
+// quorum 2 was worse than d=2 at 8-32 replicas: the quorum must follow d.
 const (
 	// DAuto is route.d's default: d from the pool's size (YAML 0 or auto).
 	DAuto = 0
