@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/probegate/probegate/internal/config"
 	"github.com/probegate/probegate/internal/vllmsim"
@@ -47,12 +48,23 @@ func TestAutoDProbesPerRequest(t *testing.T) {
 			for range reqs {
 				complete(t, tp.url("/v1/completions"), vllmsim.DefaultConfig().Model, 1, false)
 			}
-			var sent float64
-			for _, o := range []string{probe.OutcomeOK, probe.OutcomeTimeout, probe.OutcomeError, probe.OutcomeCancelled} {
-				sent += tp.counter(t, "probegate_probes_total", map[string]string{"outcome": o})
+			// Each candidate is probed or, when a probe to it is still in
+			// flight (a quorum below d leaves the slowest one behind), waits
+			// for that probe (coalesced). A probe left behind is counted when
+			// it ends: wait for the last ones.
+			wantProbed := float64(reqs * c.wantD)
+			var probed float64
+			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+				probed = 0
+				for _, o := range []string{probe.OutcomeOK, probe.OutcomeTimeout, probe.OutcomeError, probe.OutcomeCancelled, probe.OutcomeCoalesced} {
+					probed += tp.counter(t, "probegate_probes_total", map[string]string{"outcome": o})
+				}
+				if probed >= wantProbed || time.Now().After(deadline) {
+					break
+				}
 			}
-			if want := float64(reqs * c.wantD); sent != want {
-				t.Fatalf("%d requests sent %.0f probes, want %.0f (d = %d per request)", reqs, sent, want, c.wantD)
+			if probed != wantProbed {
+				t.Fatalf("%d requests probed %.0f candidates, want %.0f (d = %d per request)", reqs, probed, wantProbed, c.wantD)
 			}
 
 			srv := httptest.NewServer(tp.AdminHandler())
