@@ -22,12 +22,21 @@ func (f instantFetcher) Fetch(_ context.Context, s *probe.State, _ probe.Endpoin
 	return probe.Load{Running: 3, Waiting: 1, KVUse: 0.4, ServerLoad: -1, At: f.now(), Source: probe.SourceProbe}, nil
 }
 
-// benchProxy builds a Proxy over n unreachable backends with policy pol and
-// a frozen clock, without listening.
+// benchProxy builds a Proxy over n unreachable backends with policy pol,
+// route.d 2 (the figures these benchmarks name; route.d auto samples 4 from
+// config.LargePool backends: benchProxyD) and a frozen clock, without
+// listening.
 func benchProxy(b testing.TB, n int, pol string) *Proxy {
+	b.Helper()
+	return benchProxyD(b, n, pol, 2)
+}
+
+// benchProxyD is benchProxy with route.d d (config.DAuto: the size rule).
+func benchProxyD(b testing.TB, n int, pol string, d int) *Proxy {
 	b.Helper()
 	cfg := config.Default()
 	cfg.Route.Policy = pol
+	cfg.Route.D = d
 	cfg.Log.Access = false
 	cfg.Scrape.Interval = config.Duration(time.Hour)
 	cfg.Scrape.MaxInterval = config.Duration(time.Hour)
@@ -53,12 +62,18 @@ func benchProxy(b testing.TB, n int, pol string) *Proxy {
 }
 
 // BenchmarkPick measures one routing decision: sampling d=2 eligible
-// backends, building their views, scoring and picking. It must not allocate.
+// backends, building their views, scoring and picking; for the probe
+// policy also d=4, what route.d auto samples from config.LargePool
+// backends. It must not allocate.
 func BenchmarkPick(b *testing.B) {
-	for _, pol := range []string{"least_inflight", "probe", "round_robin", "cached"} {
+	for _, name := range []string{"least_inflight", "probe", "probe_d4", "round_robin", "cached"} {
+		pol, d := name, 2
+		if name == "probe_d4" {
+			pol, d = "probe", 4
+		}
 		for _, n := range []int{8, 64, 512} {
-			b.Run(fmt.Sprintf("policy=%s/d=2/backends=%d", pol, n), func(b *testing.B) {
-				p := benchProxy(b, n, pol)
+			b.Run(fmt.Sprintf("policy=%s/d=%d/backends=%d", pol, d, n), func(b *testing.B) {
+				p := benchProxyD(b, n, pol, d)
 				pk := p.snap.Load().picker
 				rc := newReqCtx()
 				ctx := context.Background()

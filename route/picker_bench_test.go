@@ -29,7 +29,9 @@ func benchPicker(b *testing.B, pol string, n int, reportAt time.Time) (Picker, *
 		l := probe.Load{Running: i % 7, Waiting: i % 3, KVUse: float64(i%10) / 10, ServerLoad: -1, At: reportAt, Source: probe.SourceScrape}
 		be.State().Report(&l)
 	}
-	pk := mustPicker(b, testPickerConfig(pol), pool, Deps{Memory: &Memory{}, Rand: seeded(1), Now: pickNow, Prober: silentProber{}})
+	pc := testPickerConfig(pol)
+	pc.D = 2 // the d these figures were taken with; route.d auto samples 4 from config.LargePool backends
+	pk := mustPicker(b, pc, pool, Deps{Memory: &Memory{}, Rand: seeded(1), Now: pickNow, Prober: silentProber{}})
 	return pk, NewScratch()
 }
 
