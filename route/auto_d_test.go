@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/probegate/probegate/internal/config"
 	"github.com/probegate/probegate/internal/vllmsim"
 	"github.com/probegate/probegate/probe"
@@ -106,7 +108,8 @@ func TestAutoDFollowsThePool(t *testing.T) {
 	cfg.Log.Access = false
 	// Views that need no reports: the proxy scrapes nothing, so the
 	// unreachable addresses stay eligible.
-	p, err := New(Options{Config: cfg, Views: fixedViews{}})
+	var logs syncBuffer
+	p, err := New(Options{Config: cfg, Views: fixedViews{}, Logger: zerolog.New(&logs)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,5 +161,12 @@ func TestAutoDFollowsThePool(t *testing.T) {
 	reload(&small)
 	if got := probes(); got != config.SmallPoolD {
 		t.Fatalf("%d backends: %d candidates, want %d", config.LargePool-1, got, config.SmallPoolD)
+	}
+	reload(&small) // same size: no change, no log line
+	// route.d auto logged each change of d the pool caused once: up at
+	// LargePool backends and down at LargePool-1 (the explicit route.d 3
+	// in between is not auto).
+	if n := logs.count("route.d auto"); n != 2 {
+		t.Fatalf("route.d auto logged %d times, want 2 (up at %d backends, down at %d)", n, config.LargePool, config.LargePool-1)
 	}
 }

@@ -261,8 +261,8 @@ func (p *Proxy) newPicker(set *settings, pool *Pool) (Picker, error) {
 
 // publish sizes set for pool (route.d auto), builds the Picker of set over
 // pool and publishes the three as the snapshot the request path reads. It
-// logs when route.d auto changes d. Call with p.mu held, or before p is
-// shared.
+// logs when a change of the pool makes route.d auto change d. Call with
+// p.mu held, or before p is shared.
 func (p *Proxy) publish(set *settings, pool *Pool) error {
 	set, err := p.sized(set, pool.Len())
 	if err != nil {
@@ -273,7 +273,9 @@ func (p *Proxy) publish(set *settings, pool *Pool) error {
 		return err
 	}
 	old := p.snap.Swap(&snapshot{set: set, pool: pool, picker: pk})
-	if set.cfg.Route.D == config.DAuto && old != nil && old.set.pc.D != set.pc.D {
+	// Only a change the pool caused: a reload publishes its settings over
+	// the old pool first, then over the new one.
+	if set.cfg.Route.D == config.DAuto && old != nil && old.set.cfg == set.cfg && old.set.pc.D != set.pc.D {
 		p.log.Info().Int("backends", pool.Len()).Int("d", set.pc.D).Int("quorum", set.quorum).
 			Msg("route.d auto: sampling a new number of candidates for the pool's size")
 	}
