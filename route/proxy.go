@@ -102,6 +102,8 @@ type Proxy struct {
 	// SSE streams pumped over hijacked client connections (hijack.go),
 	// and whether Shutdown has begun; lock-free.
 	hijacks hijackRegistry
+	// listeners are Serve's, closed by Shutdown (server.go).
+	listeners serveListeners
 }
 
 // New builds a Proxy from opts and starts its background loops (scrapes,

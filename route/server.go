@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -117,7 +118,43 @@ func (p *Proxy) handleParseError(ctx *fasthttp.RequestCtx, err error) {
 
 // Serve accepts connections on ln until Shutdown.
 func (p *Proxy) Serve(ln net.Listener) error {
+	if !p.listeners.add(ln) {
+		_ = ln.Close() // Shutdown began: serve nothing
+		return nil
+	}
 	return p.server.Serve(clientListener{ln})
+}
+
+// serveListeners remembers the listeners Serve was given. fasthttp's
+// Shutdown closes only the listeners its Serve has already registered, so a
+// Serve goroutine that had not got that far (Shutdown right after start)
+// would accept forever; Shutdown closes these itself once fasthttp's
+// returned. Not on the request path.
+type serveListeners struct {
+	mu   sync.Mutex
+	lns  []net.Listener
+	shut bool
+}
+
+// add registers ln; false once shutdown was called.
+func (l *serveListeners) add(ln net.Listener) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.shut {
+		return false
+	}
+	l.lns = append(l.lns, ln)
+	return true
+}
+
+// shutdown refuses further listeners and returns those registered.
+func (l *serveListeners) shutdown() []net.Listener {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.shut = true
+	lns := l.lns
+	l.lns = nil
+	return lns
 }
 
 // shutdownPoll is how often Shutdown checks whether every stream settled:
@@ -135,6 +172,15 @@ const cutSettleWait = time.Second
 // background loops. It returns ctx.Err() if streams had to be cut.
 func (p *Proxy) Shutdown(ctx context.Context) error {
 	p.hijacks.beginStop()
+	lns := p.listeners.shutdown()
+	// After fasthttp's Shutdown: close what it did not know of (a Serve
+	// that had not registered with it yet); errors are those listeners it
+	// closed already.
+	closeListeners := func() {
+		for _, ln := range lns {
+			_ = ln.Close()
+		}
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- p.server.ShutdownWithContext(ctx) }()
 	t := time.NewTicker(shutdownPoll)
@@ -144,6 +190,7 @@ wait:
 	for {
 		select {
 		case err = <-errc:
+			closeListeners()
 			// The server stopped serving; streams it handed to bodyStream
 			// settle as they finish.
 			for p.inflight.Load() > 0 {
@@ -158,6 +205,7 @@ wait:
 		case <-ctx.Done():
 			err = ctx.Err()
 			<-errc
+			closeListeners()
 			break wait
 		}
 	}
