@@ -449,7 +449,13 @@ func TestProberJoinAllocatesNothing(t *testing.T) {
 	gone, cancel := context.WithCancel(context.Background())
 	cancel()
 	var res Result
+	// AllocsPerRun counts the whole process's mallocs: the least of three
+	// keeps a stray allocation elsewhere from failing the test, while an
+	// allocation in Run shows in all of them.
 	allocs := testing.AllocsPerRun(200, func() { res = p.Run(gone, a, nil) })
+	for i := 0; i < 2 && allocs > 0; i++ {
+		allocs = min(allocs, testing.AllocsPerRun(200, func() { res = p.Run(gone, a, nil) }))
+	}
 	close(release)
 	if r := <-first; r.Answered != 1 {
 		t.Errorf("sender's Run = %+v", r)
