@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/probegate/probegate/bench"
+	"github.com/probegate/probegate/internal/vllmsim"
 )
 
 // tiny is the unit-sized run: 16 pods, 2 replicas, 5 s simulated.
@@ -238,5 +239,31 @@ func TestTraceArrivalsFollowTheRate(t *testing.T) {
 	// The trace's gaps rescaled to 200 req/s over 20 s (bursty: 15%).
 	if n < 3400 || n > 4600 {
 		t.Errorf("%d arrivals in 20 s at 200 req/s", n)
+	}
+}
+
+// Explicit jobs are replayed whole whatever the workload: a trace workload
+// starts its own cursor at a seeded row, which must not skip any of them.
+func TestExplicitJobsReplayedWhole(t *testing.T) {
+	w, err := TraceWorkload("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := make([]Job, 50)
+	for i := range jobs {
+		jobs[i] = Job{At: time.Duration(i) * time.Millisecond, Prompt: vllmsim.Prompt{Tokens: 10 + i}, MaxTokens: 1 + i}
+	}
+	for seed := range uint64(8) {
+		src := newSource(w, 200, 20*time.Second, BenchMaxModelLen, seed)
+		src.replay(jobs)
+		for i := range jobs {
+			j, ok := src.next()
+			if !ok || j.At != jobs[i].At || j.Prompt.Tokens != jobs[i].Prompt.Tokens || j.MaxTokens != jobs[i].MaxTokens {
+				t.Fatalf("seed %d: job %d = %+v, %v; want %+v", seed, i, j, ok, jobs[i])
+			}
+		}
+		if j, ok := src.next(); ok {
+			t.Fatalf("seed %d: a job after the last: %+v", seed, j)
+		}
 	}
 }

@@ -88,7 +88,7 @@ func newSim(cfg Config) (*sim, error) {
 	maxLen := min(s.pods[0].eng.Config().MaxModelLen, BenchMaxModelLen)
 	s.src = newSource(cfg.Workload, cfg.Rate, cfg.Duration, maxLen, cfg.Seed)
 	if cfg.Jobs != nil {
-		s.src.fixed = cfg.Jobs
+		s.src.replay(cfg.Jobs)
 	}
 	for i := range cfg.Replicas {
 		r, err := newReplica(s, i, cfg.Strategy, addrs, cfg.Seed)

@@ -88,6 +88,14 @@ func newSource(w Workload, rate float64, end time.Duration, maxLen int, seed uin
 	return s
 }
 
+// replay makes the source yield exactly jobs, in order, instead of drawing
+// its own (the validation runs replay the live bench's sequence). It
+// resets the cursor, which a trace workload starts at a seeded row.
+func (s *source) replay(jobs []Job) {
+	s.fixed = jobs
+	s.i = 0
+}
+
 // next returns the next job, or false when the run's arrivals are over.
 func (s *source) next() (Job, bool) {
 	if s.fixed != nil {
