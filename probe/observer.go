@@ -23,6 +23,11 @@ const (
 	// state was used; a probe nobody waits for was sent to it unless one
 	// was in flight).
 	OutcomeSkippedSlow = "skipped_slow"
+	// OutcomeSkippedRecent: probes only: a candidate whose report was no
+	// longer fresh but younger than twice probe.fresh_for was not waited
+	// for (its cached state was used; a probe nobody waits for was sent to
+	// it unless one was in flight).
+	OutcomeSkippedRecent = "skipped_recent"
 )
 
 // Observer receives the prober's and the scraper's events; the composition
@@ -36,7 +41,8 @@ type Observer interface {
 	// candidate skipped as fresh (skipped_fresh, d = 0) and once per
 	// candidate whose probe already in flight was joined instead of sending
 	// another (coalesced, d = 0), once per candidate not waited for
-	// because its probes are slow (skipped_slow, d = 0). Probes sent = ok +
+	// because its probes are slow (skipped_slow, d = 0) or because its
+	// report was recent (skipped_recent, d = 0). Probes sent = ok +
 	// timeout + error + cancelled.
 	Probe(outcome string, d time.Duration)
 	// Scrape is called once per scrape with ok, timeout or error.

@@ -119,9 +119,14 @@ type Result struct {
 	// because their last probe did not answer within Deadline (their
 	// cached state stands; see Run).
 	SkippedSlow int
-	TimedOut    int // probes that timed out, or were still pending at the deadline
-	Failed      int // probes that failed with an error other than a timeout
-	Cancelled   int // probes still pending when the quorum answered (left behind)
+	// SkippedRecent is how many candidates and spares were not waited for
+	// because their report, no longer fresh, was younger than twice
+	// FreshFor: their cached state stands and a probe no Run waits for
+	// refreshes it (see Run).
+	SkippedRecent int
+	TimedOut      int // probes that timed out, or were still pending at the deadline
+	Failed        int // probes that failed with an error other than a timeout
+	Cancelled     int // probes still pending when the quorum answered (left behind)
 	// SparesUsed is how many spares, from the front of the slice, were
 	// hedged to or skipped as fresh or slow: spares[:SparesUsed] are
 	// candidates too.
@@ -159,6 +164,16 @@ const maxWaits = 16
 // does not come (and whose wait adds to the overload), while probing goes
 // on at one probe in flight per backend.
 //
+// A candidate whose report is no longer fresh but younger than twice
+// FreshFor is not waited for either (stale-while-revalidate): Run counts it
+// as known (Result.SkippedRecent, OutcomeSkippedRecent), uses its cached
+// state, and sends it a probe that no Run waits for unless one is in
+// flight. Under a request rate where a backend's state ages past FreshFor
+// between two requests' arrivals less often than every 2 x FreshFor, no
+// request waits for a probe round trip while the state stays within
+// 2 x FreshFor of the backend's (plus the proxy's own dispatch corrections);
+// at lower rates, Run behaves as without it.
+//
 // After the hedge delay without a quorum (or at once, when every probe has
 // already failed or was skipped as slow), it probes up to Hedges more
 // backends taken in order from spares, skipping (and counting as known)
@@ -188,30 +203,26 @@ func (p *Prober) Run(ctx context.Context, cands, spares []*State) Result {
 		quorum = config.DefaultQuorum(len(cands))
 	}
 
-	// Freshness is judged once, at start; fresh[i] remembers it.
-	var buf [config.MaxD]bool // cands never exceed route.d
-	fresh := buf[:0]
-	for _, s := range cands {
-		f := p.isFresh(s, start)
-		fresh = append(fresh, f)
-		if f {
-			res.SkippedFresh++
-			p.obs.Probe(OutcomeSkippedFresh, 0)
-		}
-	}
-	known := res.SkippedFresh
-	if known >= quorum {
-		return res
-	}
-
 	// Deadlines are wall-clock instants of the time package (timers use
 	// it), whatever clock p.now is.
 	wall := start
 	if !p.wallNow {
 		wall = time.Now()
 	}
+	// Freshness is judged once, at start; fresh[i] remembers whether
+	// cands[i] is known without waiting (fresh or recent).
+	var buf [config.MaxD]bool // cands never exceed route.d
+	fresh := buf[:0]
+	for _, s := range cands {
+		fresh = append(fresh, p.known(s, start, wall, &res))
+	}
+	known := res.SkippedFresh + res.SkippedRecent
+	if known >= quorum {
+		return res
+	}
+
 	wallNs := wall.UnixNano()
-	w := p.waiters.get(len(cands) - res.SkippedFresh + p.cfg.Hedges)
+	w := p.waiters.get(len(cands) - known + p.cfg.Hedges)
 	w.deadline = wall.Add(p.cfg.Deadline)
 	defer func() {
 		// Leave every flight that has not answered us (the last waiter
@@ -258,10 +269,8 @@ func (p *Prober) Run(ctx context.Context, cands, spares []*State) Result {
 			s := spares[res.SparesUsed]
 			res.SparesUsed++
 			used = true
-			if p.isFresh(s, start) {
-				res.SkippedFresh++
+			if p.known(s, start, wall, &res) {
 				known++
-				p.obs.Probe(OutcomeSkippedFresh, 0)
 				continue
 			}
 			if slow(s) {
@@ -344,12 +353,30 @@ wait:
 	return res
 }
 
-func (p *Prober) isFresh(s *State, now time.Time) bool {
+// known reports whether s's state is used without waiting for a probe,
+// counting it in res and the observer: fresh (its report is younger than
+// FreshFor), or recent (younger than twice FreshFor; a probe no Run waits
+// for is then sent unless one is in flight, ending Deadline after wall).
+func (p *Prober) known(s *State, now, wall time.Time, res *Result) bool {
 	if p.cfg.FreshFor <= 0 {
 		return false
 	}
 	l := s.Latest()
-	return l != nil && now.Sub(l.At) < p.cfg.FreshFor
+	if l == nil {
+		return false
+	}
+	switch age := now.Sub(l.At); {
+	case age < p.cfg.FreshFor:
+		res.SkippedFresh++
+		p.obs.Probe(OutcomeSkippedFresh, 0)
+		return true
+	case age < 2*p.cfg.FreshFor:
+		res.SkippedRecent++
+		p.obs.Probe(OutcomeSkippedRecent, 0)
+		p.refresh(s, wall.Add(p.cfg.Deadline))
+		return true
+	}
+	return false
 }
 
 // await subscribes results to s's answer: it joins the probe in flight to

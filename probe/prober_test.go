@@ -609,3 +609,66 @@ func (o *sentObserver) Probe(outcome string, _ time.Duration) {
 		o.sent.Add(1)
 	}
 }
+
+// A report older than FreshFor but younger than twice it is used at once
+// and refreshed by a probe nobody waits for (stale-while-revalidate); one
+// older than that is waited for as before; without FreshFor, every Run
+// waits.
+func TestProberRecentStateRefreshedNotWaited(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeFetcher()
+		f.delay["a"], f.delay["b"] = ms, ms
+		cands := states("a", "b")
+		report := func(s *State, age time.Duration) {
+			l := Unknown(time.Now().Add(-age), SourceScrape)
+			l.Running, l.Waiting = 7, 7
+			s.Report(&l)
+		}
+		obs := newCountObserver()
+		p := NewProber(ProberConfig{Deadline: 5 * ms, HedgeAfter: time.Hour, Quorum: 2, FreshFor: 2 * ms}, f, obs, nil)
+
+		// a recent (3ms, within 2 x 2ms), b stale (5ms): Run waits for b
+		// only, and a's refresh answers in the background.
+		report(cands[0], 3*ms)
+		report(cands[1], 5*ms)
+		res := p.Run(context.Background(), cands, nil)
+		want := Result{Probed: 1, Answered: 1, SkippedRecent: 1, Waited: ms}
+		if res != want {
+			t.Fatalf("Run = %+v\nwant  %+v", res, want)
+		}
+		synctest.Wait()
+		if calls := f.called(); len(calls) != 2 || !slices.Contains(calls, "a") {
+			t.Fatalf("fetched %q, want a refreshed in the background and b probed", calls)
+		}
+		if l := cands[0].Latest(); l.Source != SourceProbe || time.Since(l.At) != 0 {
+			t.Fatalf("a's refresh not reported: %+v", l)
+		}
+		if obs.probe(OutcomeSkippedRecent) != 1 || obs.probe(OutcomeOK) != 2 {
+			t.Fatalf("outcomes %v", obs.probes)
+		}
+
+		// Both recent: nothing waited for, one refresh each, and a Run
+		// arriving while they fly neither waits nor sends more.
+		time.Sleep(3 * ms)
+		res = p.Run(context.Background(), cands, nil)
+		if want := (Result{SkippedRecent: 2}); res != want {
+			t.Fatalf("Run = %+v, want %+v", res, want)
+		}
+		res = p.Run(context.Background(), cands, nil)
+		if want := (Result{SkippedRecent: 2}); res != want {
+			t.Fatalf("second Run = %+v, want %+v", res, want)
+		}
+		time.Sleep(ms)
+		synctest.Wait()
+		if n := len(f.called()); n != 4 {
+			t.Fatalf("%d fetches, want 4 (one refresh per backend for both Runs)", n)
+		}
+
+		// Without FreshFor nothing is recent: the Run waits.
+		time.Sleep(3 * ms)
+		p = NewProber(ProberConfig{Deadline: 5 * ms, HedgeAfter: time.Hour, Quorum: 2}, f, nil, nil)
+		if res := p.Run(context.Background(), cands, nil); res.Probed != 2 || res.SkippedRecent != 0 || res.Waited != ms {
+			t.Fatalf("FreshFor 0: Run = %+v, want both probed and waited for", res)
+		}
+	})
+}

@@ -100,7 +100,7 @@ func newMetrics(reg prometheus.Registerer, p *Proxy) (*Metrics, error) {
 		}),
 		probes: make(map[string]prometheus.Counter),
 	}
-	for _, o := range []string{probe.OutcomeOK, probe.OutcomeTimeout, probe.OutcomeError, probe.OutcomeCancelled, probe.OutcomeHedge, probe.OutcomeSkippedFresh, probe.OutcomeCoalesced, probe.OutcomeSkippedSlow} {
+	for _, o := range []string{probe.OutcomeOK, probe.OutcomeTimeout, probe.OutcomeError, probe.OutcomeCancelled, probe.OutcomeHedge, probe.OutcomeSkippedFresh, probe.OutcomeCoalesced, probe.OutcomeSkippedSlow, probe.OutcomeSkippedRecent} {
 		m.probes[o] = m.probesVec.WithLabelValues(o)
 	}
 	m.retries[retryConnect] = m.retriesVec.WithLabelValues("connect")
