@@ -123,18 +123,24 @@ func (t *OverheadTarget) vegetaAt(rate int) *VegetaRun {
 	return nil
 }
 
-// vegetaReport renders the open-loop table of report.md.
-func vegetaReport(o *OverheadResult) string {
-	var b strings.Builder
-	b.WriteString("\nOpen loop with vegeta's library (`" + vegetaCLI + "`; by hand, with `body.json` holding `" + overheadBody + "`), next to wrk's closed loop (`" + wrkCLI + "`). Per offered rate: achieved req/s, then p50 / p99 latency in ms; success below 100% is shown.\n\n| target |")
+// vegetaRateColumns ends a table header begun with "| target |": one
+// column per offered rate, and the separator line.
+func vegetaRateColumns(b *strings.Builder) {
 	for _, r := range VegetaRates {
-		fmt.Fprintf(&b, " %dk req/s |", r/1000)
+		fmt.Fprintf(b, " %dk req/s |", r/1000)
 	}
 	b.WriteString("\n|---|")
 	for range VegetaRates {
 		b.WriteString("---|")
 	}
 	b.WriteString("\n")
+}
+
+// vegetaReport renders the open-loop table of report.md.
+func vegetaReport(o *OverheadResult) string {
+	var b strings.Builder
+	b.WriteString("\nOpen loop with vegeta's library (`" + vegetaCLI + "`; by hand, with `body.json` holding `" + overheadBody + "`), next to wrk's closed loop (`" + wrkCLI + "`). Per offered rate: achieved req/s, then p50 / p99 latency in ms; success below 100% is shown.\n\n| target |")
+	vegetaRateColumns(&b)
 	for _, t := range o.Targets {
 		if len(t.Vegeta) == 0 {
 			continue
@@ -155,14 +161,7 @@ func vegetaReport(o *OverheadResult) string {
 		b.WriteString("\n")
 	}
 	b.WriteString("\nThe proxies' CPU time per request sent (µs, user + system) at each rate; for probegate also probes sent, probes timed out and joins of a probe in flight, per request (from its counters around the run).\n\n| target |")
-	for _, r := range VegetaRates {
-		fmt.Fprintf(&b, " %dk req/s |", r/1000)
-	}
-	b.WriteString("\n|---|")
-	for range VegetaRates {
-		b.WriteString("---|")
-	}
-	b.WriteString("\n")
+	vegetaRateColumns(&b)
 	for _, t := range o.Targets {
 		if len(t.Vegeta) == 0 || t.Name == "direct" {
 			continue

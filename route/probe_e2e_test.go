@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/probegate/probegate/internal/config"
 	"github.com/probegate/probegate/internal/vllmsim"
 )
@@ -39,52 +41,47 @@ func probeConfig(f *vllmsim.Fleet) *config.Config {
 // first series fell in buckets up to bound (which must be a bucket bound).
 func (tp *testProxy) histogramAtMost(t *testing.T, name string, bound float64) uint64 {
 	t.Helper()
-	mfs, err := tp.reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
+	for _, b := range tp.histogramOf(t, name).GetBucket() {
+		if math.Abs(b.GetUpperBound()-bound) < 1e-9 {
+			return b.GetCumulativeCount()
 		}
-		for _, b := range mf.GetMetric()[0].GetHistogram().GetBucket() {
-			if math.Abs(b.GetUpperBound()-bound) < 1e-9 {
-				return b.GetCumulativeCount()
-			}
-		}
-		t.Fatalf("%s has no bucket bound %v", name, bound)
 	}
-	t.Fatalf("no histogram %s", name)
+	t.Fatalf("%s has no bucket bound %v", name, bound)
 	return 0
 }
 
-// histogram returns the count and the upper bound of the highest non-empty
-// bucket of a histogram family.
-func (tp *testProxy) histogram(t *testing.T, name string) (count uint64, maxBound float64) {
+// histogramOf returns the first series of a histogram family.
+func (tp *testProxy) histogramOf(t *testing.T, name string) *dto.Histogram {
 	t.Helper()
 	mfs, err := tp.reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
+		if mf.GetName() == name {
+			return mf.GetMetric()[0].GetHistogram()
 		}
-		h := mf.GetMetric()[0].GetHistogram()
-		prev := uint64(0)
-		for _, b := range h.GetBucket() {
-			if b.GetCumulativeCount() > prev {
-				maxBound = b.GetUpperBound()
-			}
-			prev = b.GetCumulativeCount()
-		}
-		if prev < h.GetSampleCount() {
-			maxBound = 1e9 // in the +Inf bucket
-		}
-		return h.GetSampleCount(), maxBound
 	}
 	t.Fatalf("no histogram %s", name)
-	return 0, 0
+	return nil
+}
+
+// histogram returns the count and the upper bound of the highest non-empty
+// bucket of a histogram family.
+func (tp *testProxy) histogram(t *testing.T, name string) (count uint64, maxBound float64) {
+	t.Helper()
+	h := tp.histogramOf(t, name)
+	prev := uint64(0)
+	for _, b := range h.GetBucket() {
+		if b.GetCumulativeCount() > prev {
+			maxBound = b.GetUpperBound()
+		}
+		prev = b.GetCumulativeCount()
+	}
+	if prev < h.GetSampleCount() {
+		maxBound = 1e9 // in the +Inf bucket
+	}
+	return h.GetSampleCount(), maxBound
 }
 
 func complete(t *testing.T, url, model string, maxTokens int, stream bool) {
