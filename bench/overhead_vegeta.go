@@ -123,9 +123,11 @@ func (t *OverheadTarget) vegetaAt(rate int) *VegetaRun {
 	return nil
 }
 
-// vegetaRateColumns ends a table header begun with "| target |": one
-// column per offered rate, and the separator line.
-func vegetaRateColumns(b *strings.Builder) {
+// vegetaTable appends a table with one row per target that has vegeta runs
+// (skipped: those skip names) and one column per offered rate; cell writes
+// a run's cell, "-" standing for a rate not run.
+func vegetaTable(b *strings.Builder, o *OverheadResult, skip func(*OverheadTarget) bool, cell func(*strings.Builder, *VegetaRun)) {
+	b.WriteString("| target |")
 	for _, r := range VegetaRates {
 		fmt.Fprintf(b, " %dk req/s |", r/1000)
 	}
@@ -134,53 +136,41 @@ func vegetaRateColumns(b *strings.Builder) {
 		b.WriteString("---|")
 	}
 	b.WriteString("\n")
+	for i := range o.Targets {
+		t := &o.Targets[i]
+		if len(t.Vegeta) == 0 || skip(t) {
+			continue
+		}
+		fmt.Fprintf(b, "| %s |", t.Name)
+		for _, rate := range VegetaRates {
+			if v := t.vegetaAt(rate); v == nil {
+				b.WriteString(" -")
+			} else {
+				cell(b, v)
+			}
+			b.WriteString(" |")
+		}
+		b.WriteString("\n")
+	}
 }
 
-// vegetaReport renders the open-loop table of report.md.
+// vegetaReport renders the open-loop tables of report.md.
 func vegetaReport(o *OverheadResult) string {
 	var b strings.Builder
-	b.WriteString("\nOpen loop with vegeta's library (`" + vegetaCLI + "`; by hand, with `body.json` holding `" + overheadBody + "`), next to wrk's closed loop (`" + wrkCLI + "`). Per offered rate: achieved req/s, then p50 / p99 latency in ms; success below 100% is shown.\n\n| target |")
-	vegetaRateColumns(&b)
-	for _, t := range o.Targets {
-		if len(t.Vegeta) == 0 {
-			continue
+	b.WriteString("\nOpen loop with vegeta's library (`" + vegetaCLI + "`; by hand, with `body.json` holding `" + overheadBody + "`), next to wrk's closed loop (`" + wrkCLI + "`). Per offered rate: achieved req/s, then p50 / p99 latency in ms; success below 100% is shown.\n\n")
+	vegetaTable(&b, o, func(*OverheadTarget) bool { return false }, func(b *strings.Builder, v *VegetaRun) {
+		fmt.Fprintf(b, " %.0f: %.2f / %.2f", v.AchievedRPS, v.Latency.P50, v.Latency.P99)
+		if v.Success < 1 {
+			fmt.Fprintf(b, " (%.1f%% ok)", 100*v.Success)
 		}
-		fmt.Fprintf(&b, "| %s |", t.Name)
-		for _, rate := range VegetaRates {
-			v := t.vegetaAt(rate)
-			if v == nil {
-				b.WriteString(" - |")
-				continue
-			}
-			fmt.Fprintf(&b, " %.0f: %.2f / %.2f", v.AchievedRPS, v.Latency.P50, v.Latency.P99)
-			if v.Success < 1 {
-				fmt.Fprintf(&b, " (%.1f%% ok)", 100*v.Success)
-			}
-			b.WriteString(" |")
+	})
+	b.WriteString("\nThe proxies' CPU time per request sent (µs, user + system) at each rate; for probegate also probes sent, probes timed out and joins of a probe in flight, per request (from its counters around the run).\n\n")
+	vegetaTable(&b, o, func(t *OverheadTarget) bool { return t.Name == "direct" }, func(b *strings.Builder, v *VegetaRun) {
+		fmt.Fprintf(b, " %.1f", v.CPUusPerReq)
+		if v.ProbesPerRequest > 0 || v.CoalescedPerRequest > 0 {
+			fmt.Fprintf(b, "; %.3f / %.3f / %.3f", v.ProbesPerRequest, v.TimeoutsPerRequest, v.CoalescedPerRequest)
 		}
-		b.WriteString("\n")
-	}
-	b.WriteString("\nThe proxies' CPU time per request sent (µs, user + system) at each rate; for probegate also probes sent, probes timed out and joins of a probe in flight, per request (from its counters around the run).\n\n| target |")
-	vegetaRateColumns(&b)
-	for _, t := range o.Targets {
-		if len(t.Vegeta) == 0 || t.Name == "direct" {
-			continue
-		}
-		fmt.Fprintf(&b, "| %s |", t.Name)
-		for _, rate := range VegetaRates {
-			v := t.vegetaAt(rate)
-			if v == nil {
-				b.WriteString(" - |")
-				continue
-			}
-			fmt.Fprintf(&b, " %.1f", v.CPUusPerReq)
-			if v.ProbesPerRequest > 0 || v.CoalescedPerRequest > 0 {
-				fmt.Fprintf(&b, "; %.3f / %.3f / %.3f", v.ProbesPerRequest, v.TimeoutsPerRequest, v.CoalescedPerRequest)
-			}
-			b.WriteString(" |")
-		}
-		b.WriteString("\n")
-	}
+	})
 	b.WriteString("\n")
 	return b.String()
 }

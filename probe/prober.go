@@ -203,24 +203,19 @@ func (p *Prober) Run(ctx context.Context, cands, spares []*State) Result {
 		quorum = config.DefaultQuorum(len(cands))
 	}
 
-	// Deadlines are wall-clock instants of the time package (timers use
-	// it), whatever clock p.now is.
-	wall := start
-	if !p.wallNow {
-		wall = time.Now()
-	}
 	// Freshness is judged once, at start; fresh[i] remembers whether
 	// cands[i] is known without waiting (fresh or recent).
 	var buf [config.MaxD]bool // cands never exceed route.d
 	fresh := buf[:0]
 	for _, s := range cands {
-		fresh = append(fresh, p.known(s, start, wall, &res))
+		fresh = append(fresh, p.known(s, start, &res))
 	}
 	known := res.SkippedFresh + res.SkippedRecent
 	if known >= quorum {
 		return res
 	}
 
+	wall := p.wallAt(start)
 	wallNs := wall.UnixNano()
 	w := p.waiters.get(len(cands) - known + p.cfg.Hedges)
 	w.deadline = wall.Add(p.cfg.Deadline)
@@ -269,7 +264,7 @@ func (p *Prober) Run(ctx context.Context, cands, spares []*State) Result {
 			s := spares[res.SparesUsed]
 			res.SparesUsed++
 			used = true
-			if p.known(s, start, wall, &res) {
+			if p.known(s, start, &res) {
 				known++
 				continue
 			}
@@ -353,11 +348,21 @@ wait:
 	return res
 }
 
+// wallAt returns the wall-clock instant of the time package (timers use
+// it) for start, read from p.now: start itself when p.now is the wall
+// clock, else the time package's now.
+func (p *Prober) wallAt(start time.Time) time.Time {
+	if p.wallNow {
+		return start
+	}
+	return time.Now()
+}
+
 // known reports whether s's state is used without waiting for a probe,
 // counting it in res and the observer: fresh (its report is younger than
 // FreshFor), or recent (younger than twice FreshFor; a probe no Run waits
-// for is then sent unless one is in flight, ending Deadline after wall).
-func (p *Prober) known(s *State, now, wall time.Time, res *Result) bool {
+// for is then sent unless one is in flight, ending Deadline after now).
+func (p *Prober) known(s *State, now time.Time, res *Result) bool {
 	if p.cfg.FreshFor <= 0 {
 		return false
 	}
@@ -373,7 +378,7 @@ func (p *Prober) known(s *State, now, wall time.Time, res *Result) bool {
 	case age < 2*p.cfg.FreshFor:
 		res.SkippedRecent++
 		p.obs.Probe(OutcomeSkippedRecent, 0)
-		p.refresh(s, wall.Add(p.cfg.Deadline))
+		p.refresh(s, p.wallAt(now).Add(p.cfg.Deadline))
 		return true
 	}
 	return false
@@ -456,10 +461,7 @@ func (p *Prober) fly(f *flight, s *State) {
 	// deadline (whether or not a Run still waited), unmark it when one
 	// answered or failed in time; a probe cut short by its waiters leaving
 	// says nothing.
-	wallAt := at
-	if !p.wallNow {
-		wallAt = time.Now()
-	}
+	wallAt := p.wallAt(at)
 	switch late := !wallAt.Before(f.deadline); {
 	case late || (r == probeTimeout && !abandoned):
 		s.markSlow(wallAt)
