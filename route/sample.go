@@ -28,8 +28,9 @@ func sampleEligible(pool []*Backend, mod *modN, out []*Backend, exclude []*Backe
 	var taken [sampleBits / 64]uint64
 	bits := len(out) > 4 && n <= sampleBits
 	k := 0
-	for tries := 0; tries < 4*len(out) && k < len(out); tries++ {
-		i := int(mod.mod(rnd()))
+	// take adds pool[i] to out if it is not there yet, eligible and not
+	// excluded.
+	take := func(i int) {
 		b := pool[i]
 		var dup bool
 		if bits {
@@ -45,23 +46,16 @@ func sampleEligible(pool []*Backend, mod *modN, out []*Backend, exclude []*Backe
 			}
 		}
 	}
+	for tries := 0; tries < 4*len(out) && k < len(out); tries++ {
+		take(int(mod.mod(rnd())))
+	}
 	if k < len(out) {
 		j := int(mod.mod(rnd())) - 1
 		for i := 0; i < n && k < len(out); i++ {
 			if j++; j == n {
 				j = 0
 			}
-			b := pool[j]
-			var dup bool
-			if bits {
-				dup = taken[j>>6]&(1<<(j&63)) != 0
-			} else {
-				dup = contains(out[:k], b)
-			}
-			if !dup && b.Eligible() && !contains(exclude, b) {
-				out[k] = b
-				k++
-			}
+			take(j)
 		}
 	}
 	return k
