@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/probegate/probegate/internal/testutil"
 )
 
 // Tests of Allow and Done racing around transitions. Each runs many
@@ -36,20 +38,6 @@ func (h *countingHook) strings() []string {
 	return s
 }
 
-// together runs f(i) for i in [0, n) on n goroutines released at once.
-func together(n int, f func(i int)) {
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			f(i)
-		})
-	}
-	close(start)
-	wg.Wait()
-}
-
 // TestConcurrentFailuresOpenOnce: many admitted requests failing at once
 // open the breaker exactly once, and it then rejects.
 func TestConcurrentFailuresOpenOnce(t *testing.T) {
@@ -64,7 +52,7 @@ func TestConcurrentFailuresOpenOnce(t *testing.T) {
 			}
 			tickets[i] = tk
 		}
-		together(len(tickets), func(i int) { tickets[i].Done(Failure) })
+		testutil.Together(len(tickets), func(i int) { tickets[i].Done(Failure) })
 		if got, want := h.strings(), []string{"closed>open"}; !equal(got, want) {
 			t.Fatalf("transitions = %q, want %q", got, want)
 		}
@@ -97,7 +85,7 @@ func TestHalfOpenNeverExceedsTrials(t *testing.T) {
 		clk.advance(time.Second + time.Nanosecond)
 
 		var inFlight, most, admitted atomic.Int64
-		together(32, func(int) {
+		testutil.Together(32, func(int) {
 			for range 500 {
 				tk, err := b.Allow()
 				if err != nil {
@@ -144,7 +132,7 @@ func TestHalfOpenRaceAdmitsExactlyTrials(t *testing.T) {
 			mu      sync.Mutex
 			tickets []Ticket
 		)
-		together(callers, func(int) {
+		testutil.Together(callers, func(int) {
 			if tk, err := b.Allow(); err == nil {
 				mu.Lock()
 				tickets = append(tickets, tk)
@@ -154,7 +142,7 @@ func TestHalfOpenRaceAdmitsExactlyTrials(t *testing.T) {
 		if len(tickets) != trials {
 			t.Fatalf("admitted %d of %d callers, want exactly %d", len(tickets), callers, trials)
 		}
-		together(trials, func(i int) { tickets[i].Done(Success) })
+		testutil.Together(trials, func(i int) { tickets[i].Done(Success) })
 		want := []string{"closed>open", "open>half-open", "half-open>closed"}
 		if got := h.strings(); !equal(got, want) {
 			t.Fatalf("transitions = %q, want %q", got, want)
@@ -193,7 +181,7 @@ func TestStaleOutcomesNeverCountInTheNewWindow(t *testing.T) {
 		// Half-open with both slots taken: 200 stale successes and 200
 		// stale Ignores, while other goroutines keep asking for a slot.
 		var admitted atomic.Int64
-		together(40, func(i int) {
+		testutil.Together(40, func(i int) {
 			if i < 20 {
 				for j := range 10 {
 					stale[i*10+j].Done(Success)
@@ -218,7 +206,7 @@ func TestStaleOutcomesNeverCountInTheNewWindow(t *testing.T) {
 		t1.Done(Success)
 		t2.Done(Success)
 		// Closed again: 200 stale failures against live successes.
-		together(40, func(i int) {
+		testutil.Together(40, func(i int) {
 			if i < 20 {
 				for j := range 10 {
 					stale[400+i*10+j].Done(Failure)

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/probegate/probegate/internal/testutil"
 )
 
 // TestConnSetClosesExactlyTheOpenConnections: connections added and
@@ -17,7 +19,7 @@ func TestConnSetClosesExactlyTheOpenConnections(t *testing.T) {
 		const workers, each = 8, 150
 		kept := make([][]*closeConn, workers)
 		left := make([][]*closeConn, workers)
-		together(workers, func(w int) {
+		testutil.Together(workers, func(w int) {
 			for i := range each {
 				raw := newCloseConn()
 				c := &clientConn{Conn: raw}

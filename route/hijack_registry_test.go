@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/probegate/probegate/internal/testutil"
 )
 
 // closeConn is a net.Conn that only records whether it was closed, and
@@ -216,7 +218,7 @@ func TestHijackRegistrySlots(t *testing.T) {
 	var r hijackRegistry
 	cycle := func() {
 		held := make([][]*hijackEntry, workers)
-		together(workers, func(w int) {
+		testutil.Together(workers, func(w int) {
 			for range each {
 				e := newEntry(newCloseConn())
 				if !r.register(e) {
@@ -241,7 +243,7 @@ func TestHijackRegistrySlots(t *testing.T) {
 				slots[at] = true
 			}
 		}
-		together(workers, func(w int) {
+		testutil.Together(workers, func(w int) {
 			for _, e := range held[w] {
 				if !r.drop(e) || e.pinned {
 					t.Error("drop before Shutdown refused or pinned")
@@ -309,18 +311,4 @@ func BenchmarkHijackRegistry(b *testing.B) {
 			}
 		})
 	})
-}
-
-// together runs f(i) for i in [0, n) on n goroutines released at once.
-func together(n int, f func(i int)) {
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			f(i)
-		})
-	}
-	close(start)
-	wg.Wait()
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/probegate/probegate/internal/config"
+	"github.com/probegate/probegate/internal/testutil"
 	"github.com/probegate/probegate/probe"
 )
 
@@ -71,7 +72,7 @@ func TestRefusalsCountedUnderNone(t *testing.T) {
 	c.Server.MaxBodyBytes = 8
 	tp := startProxy(t, c)
 	const each = 20
-	together(4, func(i int) {
+	testutil.Together(4, func(i int) {
 		for range each {
 			path, body := "/v1/models", `{"too":"long"}` // body too large: 413
 			if i%2 == 1 {
