@@ -18,6 +18,7 @@ type request struct {
 	ttft    time.Duration
 	stream  bool
 	work    route.WorkTicket
+	snap    []Snapshot // every pod at arrival, when Config.Record is set
 }
 
 // pod is one simulated vLLM server: the project's engine driven in virtual
@@ -44,6 +45,9 @@ type pod struct {
 
 	// herd index: arrivals in the current window.
 	window int32
+
+	// wbuf is whatif's scratch (analysis runs only).
+	wbuf []wreq
 }
 
 func newPod(idx int, cfg vllmsim.Config, slowdown float64) (*pod, error) {

@@ -72,7 +72,11 @@ func newReplica(s *sim, idx int, strategy string, addrs []string, seed uint64) (
 	for i, a := range addrs {
 		urls[i] = "http://" + a
 	}
-	cfg, err := bench.StrategyConfig(strategy, urls)
+	base := strategy
+	if isIdeal(strategy) {
+		base = bench.Oracle
+	}
+	cfg, err := bench.StrategyConfig(base, urls)
 	if err != nil {
 		return nil, err
 	}
@@ -118,6 +122,9 @@ func newReplica(s *sim, idx int, strategy string, addrs []string, seed uint64) (
 	r.picker, err = route.NewPicker(pc, route.NewPool(r.backends), deps)
 	if err != nil {
 		return nil, fmt.Errorf("strategy %s: %w", strategy, err)
+	}
+	if isIdeal(strategy) {
+		r.picker = &idealPicker{s: s, r: r, kind: strategy}
 	}
 	model := []byte(s.cfg.Sim.Model)
 	r.info = route.RequestInfo{JSON: true, Model: model, ModelHash: xxhash.Sum64(model), Stream: true, IgnoreEOS: true}
