@@ -30,6 +30,13 @@ func TestLoadModelQueue(t *testing.T) {
 		{"running requests count as requests", LoadModel{Tokens: true, RunningWeight: 1}, probe.View{Source: probe.SourceProbe, Queue: 3, Waiting: 1}, in, 2 + 2},
 		{"local requests past prefill are running", LoadModel{Tokens: true, RunningWeight: 0.5}, probe.View{Source: probe.SourceLocal, Queue: 3, PrefillRequests: 1, PrefillTokens: 1000}, in, 0.5*2 + 2},
 		{"no mean prompt yet: requests", tokens, probe.View{Queue: 2}, LoadInput{Own: 10, RefNs: 1}, 2},
+		{"requests mode, speed_band: 2x slower counts its queue and the request twice", LoadModel{SpeedBand: 1.25}, probe.View{Queue: 1, NsPerToken: 200}, in, (1+1)*2 - 1},
+		{"requests mode, speed_band: 2x faster counts them half", LoadModel{SpeedBand: 1.25}, probe.View{Queue: 3, NsPerToken: 50}, in, (3+1)*0.5 - 1},
+		{"requests mode, speed_band: within the band, the count", LoadModel{SpeedBand: 1.25}, probe.View{Queue: 1, NsPerToken: 120}, in, 1},
+		{"requests mode, speed_band: within the band below, the count", LoadModel{SpeedBand: 1.25}, probe.View{Queue: 1, NsPerToken: 81}, in, 1},
+		{"requests mode, speed_band 0: the count", LoadModel{}, probe.View{Queue: 1, NsPerToken: 200}, in, 1},
+		{"requests mode, learn_speed off: the count", LoadModel{SpeedBand: 1.25, IgnoreSpeed: true}, probe.View{Queue: 1, NsPerToken: 200}, in, 1},
+		{"requests mode, speed not learned: the count", LoadModel{SpeedBand: 1.25}, probe.View{Queue: 2}, in, 2},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -124,5 +131,35 @@ func TestWorkTicketLifecycle(t *testing.T) {
 	}
 	if m := p.memory.book.MeanPrompt(0); m != 2000 {
 		t.Fatalf("mean prompt %v, want 2000", m)
+	}
+}
+
+// A speed sample divides the wait by the work ahead. With several proxies
+// (or direct clients) most of that work is not this proxy's: a fresh
+// report's waiting requests count at the mean prompt, so the sample does
+// not read other clients' queue as slowness. A stale report does not count.
+func TestSpeedSampleCountsReportedWaiting(t *testing.T) {
+	t0 := time.Unix(100, 0)
+	for _, c := range []struct {
+		name   string
+		age    time.Duration
+		wantNs float64
+	}{
+		{"fresh report: 3 waiting x 1000 + own 1000", 10 * time.Millisecond, float64(400*time.Millisecond) / 4000},
+		{"stale report: own 1000 alone", 5 * time.Second, float64(400*time.Millisecond) / 1000},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := &Memory{}
+			b := &Backend{state: probe.NewState("a:1")}
+			l := probe.Load{Running: 4, Waiting: 3, KVUse: 0.5, ServerLoad: -1, At: t0.Add(-c.age), Source: probe.SourceProbe}
+			b.state.Report(&l)
+			info := RequestInfo{PromptTokens: 1000, MaxTokens: 10, IgnoreEOS: true, Stream: true}
+			w := m.beginWork(&info, b, 256, 128, t0)
+			w.sawBytes(b, []byte("data: {}\n\n"), t0.Add(400*time.Millisecond))
+			if _, _, ns := b.state.Work(); math.Abs(ns-c.wantNs) > 1e-6 {
+				t.Fatalf("learned %v ns/token, want %v", ns, c.wantNs)
+			}
+			m.endWork(b, &w, true)
+		})
 	}
 }

@@ -291,9 +291,11 @@ func (p *probePicker) bestCached(info *RequestInfo, s *Scratch, exclude []*Backe
 	for i, b := range scan {
 		p.sc.brief(&briefs[i], b, now, cutoff)
 	}
-	var li LoadInput // requests mode reads the queue alone
+	var li LoadInput // requests mode reads the queue alone (and speeds)
 	if p.sc.pc.Load.Tokens {
 		li = briefLoadInput(p.sc.mem, info, briefs)
+	} else if p.sc.pc.Load.SpeedBand >= 1 {
+		li.RefNs = briefRefNs(briefs)
 	}
 	w := Weights{Queue: p.sc.pc.Weights.Queue, KVCache: p.sc.pc.Weights.KVCache}
 	var blocks []uint64

@@ -29,6 +29,12 @@ type LoadModel struct {
 	// it (no ignore_eos) before the per-model estimate has samples; capped
 	// by the request's max_tokens. Default 128.
 	DefaultOutputTokens int `yaml:"default_output_tokens"`
+	// SpeedBand: in requests mode, a backend whose learned time per prompt
+	// token is more than SpeedBand times the candidates' mean (or less
+	// than its inverse) has its queue scaled by that ratio: (queue + 1) x
+	// ratio - 1, the expected time to first token in requests of a
+	// mean-speed backend. 0 turns it off (and learn_speed false too).
+	SpeedBand float64 `yaml:"speed_band"`
 }
 
 func defaultLoad() LoadModel {
@@ -40,4 +46,7 @@ func (v *checker) load(l LoadModel) {
 	v.weight("route.load.decode_weight", l.DecodeWeight)
 	v.weight("route.load.running_weight", l.RunningWeight)
 	v.atLeast("route.load.default_output_tokens", int64(l.DefaultOutputTokens), 1)
+	if l.SpeedBand != 0 && l.SpeedBand < 1 {
+		v.add("route.load.speed_band", "must be 0 (off) or at least 1, got %v", l.SpeedBand)
+	}
 }
