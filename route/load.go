@@ -41,6 +41,9 @@ type LoadModel struct {
 	// RunningWeight is what one request past its prefill counts, in
 	// requests (route.load.running_weight).
 	RunningWeight float64
+	// WaitingWeight is what one request not yet past its prefill counts,
+	// in requests, on top of its prefill work (route.load.waiting_weight).
+	WaitingWeight float64
 	// IgnoreSpeed turns route.load.learn_speed off: every backend is
 	// assumed equally fast.
 	IgnoreSpeed bool
@@ -96,7 +99,7 @@ func (m *LoadModel) BriefQueue(v *probe.Brief, in *LoadInput) float64 {
 		ns = in.RefNs
 	}
 	work := ahead + max(in.Own, 0) + m.DecodeWeight*decode
-	return m.RunningWeight*running + work*ns/(in.RefNs*in.MeanPrompt)
+	return m.RunningWeight*running + m.WaitingWeight*waiting + work*ns/(in.RefNs*in.MeanPrompt)
 }
 
 // requestQueue is requests mode's queue: the corrected request count q,

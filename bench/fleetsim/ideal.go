@@ -167,6 +167,9 @@ type Snapshot struct {
 	ViewQueue float64
 	// ViewNs is the replica's learned ns per prefill token for the pod.
 	ViewNs float64
+	// Cached is how many of the request's prompt tokens the pod's prefix
+	// cache held.
+	Cached int
 }
 
 // Record is one measured request, given to Config.Record when it finishes.
@@ -188,7 +191,8 @@ func (s *sim) snapshot(r *request) {
 		sn := &r.snap[i]
 		sn.Running, sn.Waiting = p.running, p.waiting
 		p.eng.Each(func(w vllmsim.ReqWork) { sn.AheadTokens += max(w.Tokens-w.Output-w.Computed, 0) })
-		sn.Whatif = p.whatif(s.now, r.job.Prompt.Tokens, max(r.job.MaxTokens, 1))
+		sn.Cached = p.eng.CachedTokens(r.job.Prompt)
+		sn.Whatif = p.whatif(s.now, r.job.Prompt.Tokens-sn.Cached, max(r.job.MaxTokens, 1))
 		v := rep.backends[i].State().View(now, 2*time.Second)
 		sn.ViewQueue, sn.ViewNs = v.Queue, v.NsPerToken
 	}

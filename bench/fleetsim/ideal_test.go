@@ -74,3 +74,30 @@ func TestOracleSimPicksTheEarliestFirstToken(t *testing.T) {
 		t.Fatalf("short request: TTFT %v, whatif %v", last.TTFT, best)
 	}
 }
+
+// The prefix workload: prompts carry their text, so pods hit their prefix
+// caches (8 system prompts of 3,000 characters, each request 750 of its
+// ~850 tokens shared) and replicas route on the prompt's block hashes.
+func TestPrefixJobsShareSystemPrompts(t *testing.T) {
+	w := UniformWorkload()
+	sim := PodSim(w)
+	jobs := PrefixJobs(40, 3*time.Second, 1, vllmsim.DefaultConfig().BlockSize)
+	var recs []*Record
+	cfg := Config{Pods: 8, Replicas: 1, Strategy: "probe", Workload: w, Rate: 40, Duration: 3 * time.Second,
+		Sim: sim, Slowdown: BenchSlowdown, Params: LoopbackParams(), Seed: 1, Jobs: jobs,
+		Record: func(r *Record) { recs = append(recs, r) }}
+	if _, err := Run(cfg); err != nil {
+		t.Fatal(err)
+	}
+	hit, cached, prompt := 0, 0, 0
+	for _, r := range recs {
+		if r.Pods[r.Pod].Cached > 0 {
+			hit++
+		}
+		cached += r.Pods[r.Pod].Cached
+		prompt += r.Prompt
+	}
+	if len(recs) < 100 || hit < len(recs)*8/10 || cached < prompt/2 {
+		t.Fatalf("%d requests, %d sent to a pod holding their prefix, %d of %d prompt tokens cached", len(recs), hit, cached, prompt)
+	}
+}

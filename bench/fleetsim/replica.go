@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -47,8 +48,11 @@ type replica struct {
 	orca     bool
 	mem      *route.Memory
 	// route.prefix.block_chars and route.load.default_output_tokens, for
-	// the token-work accounting (route.WorkTicket).
+	// the token-work accounting (route.WorkTicket); route.prefix.max_blocks
+	// for prompt texts.
 	blockChars    int
+	maxBlocks     int
+	body          []byte
 	defaultOutput float64
 	loops         []scrapeLoop
 	decide        [8]int64 // decisions by probe.Source
@@ -92,10 +96,16 @@ func newReplica(s *sim, idx int, strategy string, addrs []string, seed uint64) (
 		blockChars:    cfg.Route.Prefix.BlockChars,
 		defaultOutput: float64(cfg.Route.Load.DefaultOutputTokens),
 	}
-	// No workload here shares prompt prefixes across requests, so prefix
-	// tables only ever miss: keep them small (memory at 32 x 1024 backends).
+	// Only a workload with prompt texts (Job.Text) shares prefixes; for
+	// the others prefix tables only ever miss: keep them small (memory at
+	// 32 x 1024 backends).
+	entries := 64
+	if len(s.cfg.Jobs) > 0 && s.cfg.Jobs[0].Text != "" {
+		entries = cfg.Route.Prefix.EntriesPerBackend
+	}
+	r.maxBlocks = cfg.Route.Prefix.MaxBlocks
 	for i, a := range addrs {
-		b := route.NewBackend(a, 64)
+		b := route.NewBackend(a, entries)
 		r.backends = append(r.backends, b)
 		r.podOf[b.State()] = int32(i)
 	}
@@ -152,6 +162,19 @@ func newReplica(s *sim, idx int, strategy string, addrs []string, seed uint64) (
 // decision took (probe wait), and false when no backend could be chosen.
 func (r *replica) pick(req *request) (int32, time.Duration, bool) {
 	r.clock.offset = 0
+	if req.job.Text != "" {
+		// The proxy's view of a completion request with this prompt.
+		r.body = append(r.body[:0], `{"model":`...)
+		r.body = strconv.AppendQuote(r.body, r.s.cfg.Sim.Model)
+		r.body = append(r.body, `,"prompt":`...)
+		r.body = strconv.AppendQuote(r.body, req.job.Text)
+		r.body = append(r.body, `,"max_tokens":`...)
+		r.body = strconv.AppendInt(r.body, int64(req.job.MaxTokens), 10)
+		r.body = append(r.body, `,"ignore_eos":true,"stream":`...)
+		r.body = strconv.AppendBool(r.body, req.stream)
+		r.body = append(r.body, '}')
+		route.ExtractInfo(r.body, r.blockChars, r.maxBlocks, &r.info)
+	}
 	r.info.Stream = req.stream
 	r.info.PromptTokens = req.job.Prompt.Tokens
 	r.info.MaxTokens = req.job.MaxTokens

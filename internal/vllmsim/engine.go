@@ -494,3 +494,10 @@ func (e *Engine) Each(f func(ReqWork)) {
 
 // Slowdown is the step-duration multiplier set by SetSlowdown (1: none).
 func (e *Engine) Slowdown() float64 { return e.slowdown }
+
+// CachedTokens is how many leading tokens of p the prefix cache holds now
+// (whole blocks), as admission would find them. It changes nothing.
+func (e *Engine) CachedTokens(p Prompt) int {
+	hits, _ := e.kv.probe(p.BlockHashes, len(p.BlockHashes))
+	return hits * e.cfg.BlockSize
+}

@@ -37,17 +37,23 @@ func main() {
 	window := flag.Duration("window", 20*time.Second, "window of the per-window p99s (the live bench's run length)")
 	top := flag.Float64("top", 1, "the tail analysed, in percent of requests")
 	offset := flag.Duration("offset", 3*time.Minute, "trace time of the first replayed row (the live bench's -trace-offset)")
-	sizes := flag.String("workload", "trace", "trace (the calibrated replay, seed k the k-th window) or lognormal (Poisson arrivals, the bench's default sizes: steady_80 is 8 pods, -slowdown 1, -rate 18)")
+	sizes := flag.String("workload", "trace", "trace (the calibrated replay, seed k the k-th window), lognormal (Poisson arrivals, the bench's default sizes: steady_80 is 8 pods, -slowdown 1, -rate 18) or prefix (the bench's prefix scenario: 8 pods, -slowdown 1, -rate 48.6)")
 	flag.Parse()
 
 	w, err := fleetsim.TraceWorkload(*trace)
 	if err != nil {
 		fail(err)
 	}
-	if *sizes == "lognormal" {
+	switch *sizes {
+	case "lognormal":
 		w = fleetsim.LognormalWorkload()
+	case "prefix":
+		w = fleetsim.UniformWorkload()
 	}
 	sim := fleetsim.PodSim(w)
+	if sim.BlockSize == 0 {
+		sim.BlockSize = vllmsim.DefaultConfig().BlockSize
+	}
 	ps := make([]float64, *pods)
 	ps[*pods-1] = *slow
 	for _, rs := range strings.Split(*reps, ",") {
@@ -63,8 +69,11 @@ func main() {
 			for k := 1; k <= *seeds; k++ {
 				var sr []*fleetsim.Record
 				var jobs []fleetsim.Job
-				if *sizes == "trace" {
+				switch *sizes {
+				case "trace":
 					jobs = traceJobs(w.Trace, *offset, int(*rate*dur.Seconds()), k, *dur)
+				case "prefix":
+					jobs = fleetsim.PrefixJobs(*rate, *dur, int64(k), sim.BlockSize)
 				}
 				cfg := fleetsim.Config{Jobs: jobs, Pods: *pods, Replicas: r, Strategy: st, Workload: w, Rate: *rate, Duration: *dur, Warmup: *warm,
 					Sim: sim, Slowdown: fleetsim.BenchSlowdown, Params: fleetsim.LoopbackParams(), Seed: uint64(k), PodSlowdown: ps,
@@ -95,7 +104,28 @@ func main() {
 					tops = append(tops, rec)
 				}
 			}
-			var onSlow, allSlow, unavoid float64
+			var onSlow, allSlow, unavoid, topHit, allHit float64
+			for _, rec := range recs {
+				if rec.Pods[rec.Pod].Cached > 0 {
+					allHit++
+				}
+			}
+			for _, rec := range tops {
+				if rec.Pods[rec.Pod].Cached > 0 {
+					topHit++
+				}
+			}
+			if *sizes == "prefix" {
+				var q, qa []float64
+				for _, rec := range tops {
+					q = append(q, float64(rec.Pods[rec.Pod].Running+rec.Pods[rec.Pod].Waiting))
+				}
+				for _, rec := range recs {
+					qa = append(qa, float64(rec.Pods[rec.Pod].Running+rec.Pods[rec.Pod].Waiting))
+				}
+				fmt.Fprintf(os.Stderr, "%s R=%d: pod held the prefix: top %.0f%%, all %.0f%%; true queue at the pod: top p50 %.0f, all p50 %.0f p90 %.0f\n",
+					st, r, 100*topHit/float64(len(tops)), 100*allHit/float64(len(recs)), med(q), med(qa), bench.Percentile(qa, 90))
+			}
 			var prompt, queued, waiting, own, best []float64
 			for _, rec := range recs {
 				if rec.SlowPod[rec.Pod] {
