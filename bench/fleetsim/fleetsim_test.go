@@ -86,26 +86,36 @@ func TestProbeCostsAndSources(t *testing.T) {
 	}
 }
 
+// Probes that never answer in time: decisions fall back to cached state.
+// Without the skipped_slow rule each one waits the whole deadline; with it,
+// only those whose candidates' slow marks have lapsed do.
 func TestProbesPastDeadlineFallBack(t *testing.T) {
-	cfg := tiny(bench.Probe, 1)
-	cfg.Params.ProbeTailP, cfg.Params.ProbeTail = 1, 50*time.Millisecond // every probe misses the deadline
-	slow, err := Run(cfg)
-	if err != nil {
-		t.Fatal(err)
+	run := func(strategy string) *RunMetrics {
+		cfg := tiny(strategy, 1)
+		cfg.Params.ProbeTailP, cfg.Params.ProbeTail = 1, 50*time.Millisecond // every probe misses the deadline
+		m, err := Run(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Decisions["probe"] != 0 || m.FallbackRate != 1 {
+			t.Errorf("%s: decisions %v, fallback %v: no probe answers in time, every decision must fall back", strategy, m.Decisions, m.FallbackRate)
+		}
+		if m.Probes["timeout"] == 0 {
+			t.Errorf("%s: probes %v: want timeouts", strategy, m.Probes)
+		}
+		return m
 	}
-	if slow.Decisions["probe"] != 0 || slow.FallbackRate != 1 {
-		t.Errorf("decisions %v, fallback %v: no probe answers in time, every decision must fall back", slow.Decisions, slow.FallbackRate)
+	off, on := run(bench.Probe+suffixNoSlow), run(bench.Probe)
+	deadline := 5.0 // ms, probe.deadline's default
+	if off.DecisionWait.P50 != deadline || off.SkippedSlowPerRequest != 0 {
+		t.Errorf("without skipped_slow: decision wait %+v, skipped_slow %v/request; want every decision at the %v ms deadline", off.DecisionWait, off.SkippedSlowPerRequest, deadline)
 	}
-	if slow.Probes["timeout"] == 0 {
-		t.Errorf("probes %v: want timeouts", slow.Probes)
+	if on.DecisionWait.P50 != 0 || on.DecisionWait.Mean > deadline/3 || on.SkippedSlowPerRequest < 1 {
+		t.Errorf("with skipped_slow: decision wait %+v, skipped_slow %v/request; want most decisions not to wait", on.DecisionWait, on.SkippedSlowPerRequest)
 	}
-	fast, err := Run(tiny(bench.Probe, 1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Each decision waited the whole deadline (5 ms) instead of ~0.5 ms.
-	if d := slow.TTFT.P50 - fast.TTFT.P50; d < 2 {
-		t.Errorf("TTFT p50 %v with dead probes vs %v: the deadline wait is missing", slow.TTFT.P50, fast.TTFT.P50)
+	// The slow pods are still checked, one background probe at a time.
+	if on.Probes["background"] == 0 || on.ProbesPerRequest > off.ProbesPerRequest+0.1 {
+		t.Errorf("with skipped_slow: probes %v, %v per request (without: %v)", on.Probes, on.ProbesPerRequest, off.ProbesPerRequest)
 	}
 }
 

@@ -16,6 +16,7 @@ type request struct {
 	sent    time.Duration // when it reached its replica
 	er      vllmsim.Request
 	ttft    time.Duration
+	wait    time.Duration // the routing decision's probe wait
 	stream  bool
 	work    route.WorkTicket
 	snap    []Snapshot // every pod at arrival, when Config.Record is set

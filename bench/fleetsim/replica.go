@@ -26,8 +26,6 @@ type vclock struct {
 
 func (c *vclock) now() time.Time { return epoch.Add(c.s.now + c.offset) }
 
-func (c *vclock) at(start time.Time, d time.Duration) time.Time { return start.Add(d) }
-
 // replica is one probegate replica: its own Backends (so its own probe.State
 // reports, counters, prefix and LoRA memories), the production Picker of its
 // strategy over them, and its scrape loops. Replicas share nothing, as
@@ -72,6 +70,7 @@ type scrapeLoop struct {
 // newReplica builds replica idx with strategy's production configuration
 // (bench.StrategyConfig) over the pods at addrs.
 func newReplica(s *sim, idx int, strategy string, addrs []string, seed uint64) (*replica, error) {
+	strategy, rules := splitRules(strategy)
 	urls := make([]string, len(addrs))
 	for i, a := range addrs {
 		urls[i] = "http://" + a
@@ -125,9 +124,10 @@ func newReplica(s *sim, idx int, strategy string, addrs []string, seed uint64) (
 		if err != nil {
 			return nil, err
 		}
-		r.prober = &vprober{cfg: prc, est: probe.NewHedgeEstimator(prc.Deadline), rep: r, s: s,
-			rng: rand.New(rand.NewPCG(seed, uint64(idx)+0x70726f62))}
+		r.prober = newVprober(prc, r, s, rand.New(rand.NewPCG(seed, uint64(idx)+0x70726f62)), rules, len(addrs))
 		deps.Prober = r.prober
+	} else if rules != (probeRules{}) {
+		return nil, fmt.Errorf("strategy %s: the rules suffixes apply to probe strategies only", strategy)
 	}
 	r.picker, err = route.NewPicker(pc, route.NewPool(r.backends), deps)
 	if err != nil {

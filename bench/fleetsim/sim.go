@@ -60,6 +60,18 @@ type sim struct {
 	srcDone  bool
 	inflight int
 	m        *metrics
+	// probeDelay, when set (tests), adds to the round trip of every probe
+	// to a pod.
+	probeDelay func(pod int32) time.Duration
+}
+
+// probeLatency draws the round trip of one probe to pod.
+func (s *sim) probeLatency(pod int32, rng *rand.Rand) time.Duration {
+	d := s.params.probeLatency(rng)
+	if s.probeDelay != nil {
+		d += s.probeDelay(pod)
+	}
+	return d
 }
 
 // Run simulates cfg and returns its measurements.
@@ -172,6 +184,8 @@ func (s *sim) loop() error {
 			s.scrapeIssue(int(e.a), int(e.b))
 		case evScrapeDeliver:
 			s.scrapeDeliver(int(e.a), int(e.b))
+		case evProbeLand:
+			s.replicas[e.a].prober.land(e.b)
 		case evWindow:
 			s.m.closeWindow(s)
 			if s.now < s.cfg.Duration {
@@ -198,7 +212,7 @@ func (s *sim) arrive(r *request) {
 		s.m.failed(r)
 		return
 	}
-	r.pod = pod
+	r.pod, r.wait = pod, wait
 	s.inflight++
 	s.m.landed(pod, s.now)
 	s.q.push(event{at: s.now + wait + s.params.ProxyOverhead + s.params.RTT/2, kind: evPodArrive, req: r})
