@@ -277,3 +277,72 @@ func TestExplicitJobsReplayedWhole(t *testing.T) {
 		}
 	}
 }
+
+// -workload prefix: the live bench's prefix scenario in a sweep. Its runs
+// replay PrefixJobs (texts routed on their prefix blocks), its pods hit
+// their prefix caches (one pod completes more of its requests per second
+// than of the same requests without block hashes), and a seed gives the
+// same bytes.
+func TestPrefixSweep(t *testing.T) {
+	o := DefaultOptions(true)
+	o.Pods, o.Replicas, o.Duration, o.Workload = []int{8}, []int{2}, 3*time.Second, PrefixWorkload()
+	o.Strategies = []string{bench.Probe, bench.Cached}
+	run := func() ([]byte, *Results) {
+		res, _, err := Sweep(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b, res
+	}
+	a, res := run()
+	if b, _ := run(); !bytes.Equal(a, b) {
+		t.Error("two prefix sweeps with seed 1 gave different results.json")
+	}
+	sc := &res.Scenarios[0]
+	want := sc.Params.RateRPS * (sc.Params.DurationS - sc.Params.WarmupS)
+	for _, s := range sc.Strategies {
+		if s.Errors != 0 || math.Abs(float64(s.Requests)-want) > 5*math.Sqrt(want) {
+			t.Errorf("%s: %d requests, %d errors; offered %.0f", s.Name, s.Requests, s.Errors, want)
+		}
+	}
+	w := PrefixWorkload()
+	sim := PodSim(w)
+	rate := 0.8 * res.PodCapacityRPS[PrefixName] * 8
+	jobs := PrefixJobs(rate, o.Duration, o.Seed, blockSize(sim))
+	m, err := Run(Config{Pods: 8, Replicas: 2, Strategy: bench.Probe, Workload: w, Rate: rate, Duration: o.Duration, Warmup: o.Warmup,
+		Sim: sim, Slowdown: BenchSlowdown, Params: o.Params, Seed: uint64(o.Seed), Jobs: jobs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := sc.find(bench.Probe); p.TTFT != m.TTFT || p.Requests != m.Requests {
+		t.Errorf("sweep's probe run: TTFT %+v, %d requests; the PrefixJobs run: %+v, %d", p.TTFT, p.Requests, m.TTFT, m.Requests)
+	}
+	capacity := func(strip bool) float64 {
+		e, err := vllmsim.NewEngine(sim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.SetSlowdown(BenchSlowdown)
+		i := 0
+		c, err := podCapacity(e, 60*time.Second, func() Job {
+			j := jobs[i%len(jobs)]
+			i++
+			if strip {
+				j.Prompt.BlockHashes = nil
+			}
+			return j
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	// The sweep's capacity is that of these prompts, with their hashes.
+	if hit, miss := capacity(false), capacity(true); hit < 1.5*miss || math.Abs(res.PodCapacityRPS[PrefixName]-hit) > 0.1*hit {
+		t.Errorf("pod capacity %v req/s with prefix hashes (sweep: %v), %v without: the prefix cache is not hit", hit, res.PodCapacityRPS[PrefixName], miss)
+	}
+}

@@ -171,9 +171,13 @@ func Sweep(o Options) (*Results, []Timing, error) {
 		rate := pt.load * capPod * float64(pt.pods)
 		sc := ScenarioResult{Name: name, Params: ScenarioParams{Workload: pt.w.Name, Pods: pt.pods, Replicas: pt.reps, Load: pt.load,
 			RateRPS: round(rate), DurationS: pt.dur.Seconds(), WarmupS: o.Warmup.Seconds(), Arrivals: arrivalsOf(pt.w)}}
+		var jobs []Job
+		if pt.w.Name == PrefixName {
+			jobs = PrefixJobs(rate, pt.dur, o.Seed, blockSize(pt.sim))
+		}
 		for _, s := range pt.strats {
 			cfg := Config{Pods: pt.pods, Replicas: pt.reps, Strategy: s, Workload: pt.w, Rate: rate, Duration: pt.dur, Warmup: o.Warmup,
-				Sim: pt.sim, Slowdown: pt.slowdown, Params: o.Params, Seed: uint64(o.Seed)}
+				Sim: pt.sim, Slowdown: pt.slowdown, Params: o.Params, Seed: uint64(o.Seed), Jobs: jobs}
 			m, t, err := measure(name+"/"+s, cfg)
 			if err != nil {
 				return nil, nil, err
@@ -196,6 +200,14 @@ func Sweep(o Options) (*Results, []Timing, error) {
 		}
 	}
 	return res, timings, nil
+}
+
+// blockSize is the KV block size of pods with engine configuration c.
+func blockSize(c vllmsim.Config) int {
+	if c.BlockSize > 0 {
+		return c.BlockSize
+	}
+	return vllmsim.DefaultConfig().BlockSize
 }
 
 func arrivalsOf(w Workload) string {

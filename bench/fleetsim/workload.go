@@ -155,6 +155,19 @@ func BenchJobs(sizes string, rate float64, dur time.Duration, seed int64, blockS
 	return jobs
 }
 
+// PrefixName is the name of PrefixWorkload.
+const PrefixName = "prefix"
+
+// PrefixWorkload is the live bench's prefix scenario as a sweep workload
+// (-workload prefix): UniformWorkload's pods and output sizes, its jobs
+// drawn by PrefixJobs (prompt texts sharing 8 system prompts) for each run,
+// so that replicas route on prefix hashes and pods hit their prefix caches.
+func PrefixWorkload() Workload {
+	w := UniformWorkload()
+	w.Name = PrefixName
+	return w
+}
+
 // PrefixJobs is the live bench's prefix scenario's request sequence for a
 // run at rate for dur with seed: 8 shared system prompts of 3,000
 // characters, each request one of them plus 200-600 characters of its own,
