@@ -27,6 +27,9 @@ func WriteReport(r *Results, timings []Timing, dir string) error {
 		m.RTTUs, m.ProbeServiceUs, m.ProbeSigma, m.ProbeTailP, m.ProbeTailMs)
 	fmt.Fprintf(&b, "| scrape render | %.1f ms |\n| scrape / probe / ORCA bytes | %d / %d / %d |\n| streaming share | %.2f |\n| proxy overhead, relay | %.0f µs, %.0f µs |\n",
 		m.ScrapeRenderMs, m.ScrapeBytes, m.ProbeBytes, m.ORCABytes, m.StreamShare, m.ProxyOverheadUs, m.RelayUs)
+	if m.StuckProbePods > 0 {
+		fmt.Fprintf(&b, "| pods whose probes are stuck, extra delay | %d, %.0f ms |\n", m.StuckProbePods, m.StuckProbeMs)
+	}
 	fmt.Fprintf(&b, "| pod batch seats, time scale | %d, %g |\n\n", r.Fleet.MaxNumSeqs, r.Fleet.Slowdown)
 	b.WriteString("Pod capacity (requests/s, one saturated pod): ")
 	for _, k := range sortedKeys(r.PodCapacityRPS) {

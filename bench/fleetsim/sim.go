@@ -68,6 +68,9 @@ type sim struct {
 // probeLatency draws the round trip of one probe to pod.
 func (s *sim) probeLatency(pod int32, rng *rand.Rand) time.Duration {
 	d := s.params.probeLatency(rng)
+	if int(pod) >= len(s.pods)-s.params.StuckProbePods {
+		d += s.params.StuckProbeDelay
+	}
 	if s.probeDelay != nil {
 		d += s.probeDelay(pod)
 	}
