@@ -69,6 +69,7 @@ func TestNoUpgradeTunnels(t *testing.T) {
 // packet (here a whole fake answer), never shifts the next client's
 // response: the pooled connection with unread bytes is not reused.
 func TestStrayUpstreamBytesNeverReachAnotherClient(t *testing.T) {
+	written := make(chan struct{}, 1) // a stray answer left the backend
 	be := startRawBackend(t, func(c net.Conn, n int, head []byte) bool {
 		if bytes.HasPrefix(head, []byte("GET /metrics ")) {
 			return okResponder("")(c, n, head)
@@ -79,6 +80,10 @@ func TestStrayUpstreamBytesNeverReachAnotherClient(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 		stray := `{"stray":"from ` + path + `"}`
 		c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: " + itoa(len(stray)) + "\r\n\r\n" + stray))
+		select {
+		case written <- struct{}{}:
+		default:
+		}
 		return true
 	})
 	cfg := testConfig(be.url())
@@ -89,6 +94,13 @@ func TestStrayUpstreamBytesNeverReachAnotherClient(t *testing.T) {
 		if want := `{"path":"` + path + `"}`; r.status != 200 || r.body != want {
 			t.Fatalf("client %d got %d %q, want its own %q", i, r.status, r.body, want)
 		}
-		time.Sleep(60 * time.Millisecond) // the stray bytes arrive in a later packet
+		// The stray bytes arrive in a later packet, before the next
+		// request (a fixed sleep lost that race on a loaded machine).
+		select {
+		case <-written:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the backend never wrote its stray answer")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
