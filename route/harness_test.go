@@ -2,9 +2,11 @@ package route
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -18,7 +20,13 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	cleanup, err := trustTestCert()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "TestMain:", err)
+		os.Exit(1)
+	}
 	goleak.VerifyTestMain(m,
+		goleak.Cleanup(func(code int) { cleanup(); os.Exit(code) }),
 		// fasthttp's own background sleepers: the idle-connection cleaner
 		// of each HostClient, the dialer's address cache cleaner, the server
 		// date updater and the worker pool cleaner. They wake up after

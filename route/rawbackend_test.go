@@ -19,6 +19,7 @@ import (
 // return false to close the connection).
 type rawBackend struct {
 	ln      net.Listener
+	scheme  string // "http", or "https" over a TLS listener
 	respond func(c net.Conn, n int, head []byte) bool
 
 	mu    sync.Mutex
@@ -34,7 +35,14 @@ func startRawBackend(t testing.TB, respond func(c net.Conn, n int, head []byte) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	u := &rawBackend{ln: ln, respond: respond, open: map[net.Conn]bool{}}
+	return startRawBackendOn(t, ln, "http", respond)
+}
+
+// startRawBackendOn is startRawBackend on listener ln, whose URLs have
+// scheme.
+func startRawBackendOn(t testing.TB, ln net.Listener, scheme string, respond func(c net.Conn, n int, head []byte) bool) *rawBackend {
+	t.Helper()
+	u := &rawBackend{ln: ln, scheme: scheme, respond: respond, open: map[net.Conn]bool{}}
 	u.wg.Add(1)
 	go func() {
 		defer u.wg.Done()
@@ -60,7 +68,7 @@ func startRawBackend(t testing.TB, respond func(c net.Conn, n int, head []byte) 
 }
 
 // url is the backend's base URL.
-func (u *rawBackend) url() string { return "http://" + u.ln.Addr().String() }
+func (u *rawBackend) url() string { return u.scheme + "://" + u.ln.Addr().String() }
 
 // logWriter appends what the connection reads to its log.
 type logWriter struct {

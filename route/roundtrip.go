@@ -31,18 +31,16 @@ import (
 func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *Backend, ticket breaker.Ticket, start time.Time, dec Decision, attempt int, idReplaced bool) (failure, error) {
 	req := &ctx.Request
 	p.memory.NoteDispatch(b, &rc.info, start)
-	// The backend's scheme, whatever the client's request line said: an
-	// absolute "https://..." URI would otherwise make the HostClient refuse
-	// the request and count it against the backend's breaker.
+	// The HostClient's scheme, whatever the client's request line said: an
+	// absolute "https://..." URI would otherwise make it refuse the request
+	// and count it against the backend's breaker. It is http for https
+	// backends too: the proxy speaks TLS in the HostClient's Dial
+	// (tlsDialer).
 	// Likewise its own Host, whatever the client sent (an HTTP/1.0 request
 	// may send none): no client shape makes the request unsendable, so none
 	// can fail against the backend's breaker.
 	u := req.URI()
-	if b.hc.IsTLS {
-		u.SetScheme("https")
-	} else {
-		u.SetScheme("http")
-	}
+	u.SetScheme("http")
 	u.SetHost(b.addr)
 	u.SetUsername("")
 	u.SetPassword("")

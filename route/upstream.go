@@ -122,19 +122,21 @@ func newHostClient(addr string, tls bool, up config.Upstream, conns *connTable) 
 	connect := up.ConnectTimeout.D()
 	firstByte, idle := up.FirstByteTimeout.D(), up.IdleTimeout.D()
 	dialer := &net.Dialer{Timeout: connect, KeepAlive: upstreamKeepAlive}
+	dial := func(a string) (net.Conn, error) { return dialer.Dial("tcp", a) }
+	if tls {
+		// The proxy speaks TLS itself: fasthttp sees plain HTTP.
+		dial = newTLSDialer(dialer, addr, firstByte).dial
+	}
 	return &fasthttp.HostClient{
-		Addr:  addr,
-		IsTLS: tls,
+		Addr: addr,
 		Dial: func(a string) (net.Conn, error) {
-			c, err := dialer.Dial("tcp", a)
+			c, err := dial(a)
 			if err != nil {
 				return nil, err
 			}
-			if !tls {
-				// Never reuse a socket with unread bytes or a tunnel.
-				c = newGuardedConn(c, func() (net.Conn, error) { return dialer.Dial("tcp", a) })
-			}
-			return conns.add(&deadlineConn{Conn: c, firstByte: firstByte, idle: idle, conns: conns}), nil
+			// Never reuse a socket with unread bytes or a tunnel.
+			g := newGuardedConn(c, func() (net.Conn, error) { return dial(a) })
+			return conns.add(&deadlineConn{Conn: g, firstByte: firstByte, idle: idle, conns: conns}), nil
 		},
 		MaxConns:                      up.MaxConnsPerBackend,
 		MaxIdleConnDuration:           up.IdleConnTTL.D(),

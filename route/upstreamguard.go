@@ -1,14 +1,15 @@
 package route
 
 import (
+	"crypto/tls"
 	"errors"
 	"net"
 	"sync/atomic"
 	"time"
 )
 
-// guardedConn is a plain-TCP upstream connection that is never reused in a
-// state where it could hand one exchange's bytes to another:
+// guardedConn is an upstream connection that is never reused in a state
+// where it could hand one exchange's bytes to another:
 //
 //   - When a new request starts on a connection that already carried a
 //     response, it first checks, without blocking, whether the backend
@@ -23,8 +24,15 @@ import (
 //     tunnel can never be pooled; the handler answers that client with an
 //     error (see errSwitchingProtocols).
 //
-// TLS connections are not guarded (the bytes seen here are records, not
-// HTTP); see the README's security section.
+// For an https backend the connection is a *tls.Conn over a recordConn
+// (tlsDialer), and the check before a reuse looks at every place a stray
+// byte can wait: plaintext decrypted but not read and whole records read
+// but not decrypted, both inside the TLS connection, the start of a record
+// (recordConn follows the framing), and the socket, where any byte (a
+// record is opaque until decrypted) or a close means a fresh connection.
+// A well-behaved server costs no redial: TLS 1.3 session tickets come
+// before the first answer, which consumes them. The 1xx check reads the
+// plaintext, as on plain TCP.
 //
 // Like deadlineConn, it is used by one request at a time; the socket is
 // swapped through an atomic pointer so that a concurrent Close (fasthttp's
@@ -32,7 +40,7 @@ import (
 type guardedConn struct {
 	sock atomic.Pointer[sockHolder]
 	dial func() (net.Conn, error)
-	peek peeker // on the current socket
+	peek peeker // on the current socket (under TLS, the raw one)
 
 	// Owned by the goroutine using the connection.
 	writing  bool // a request is being written; no response byte read yet
@@ -40,18 +48,48 @@ type guardedConn struct {
 	poisoned bool
 	head     [12]byte // start of the current response: "HTTP/1.1 101"
 	headN    int
+	probe    [1]byte // recordConn.unread's read buffer
 }
 
-type sockHolder struct{ net.Conn }
+// sockHolder is the current connection; tc and rec are set when it is TLS
+// (tc is Conn, over rec).
+type sockHolder struct {
+	net.Conn
+	tc  *tls.Conn
+	rec *recordConn
+}
 
 func newGuardedConn(c net.Conn, dial func() (net.Conn, error)) *guardedConn {
 	g := &guardedConn{dial: dial}
-	g.sock.Store(&sockHolder{c})
-	g.peek.reset(c)
+	g.use(c)
 	return g
 }
 
+// use makes c the current connection and returns the one it replaces.
+func (g *guardedConn) use(c net.Conn) *sockHolder {
+	h := &sockHolder{Conn: c}
+	raw := c
+	if tc, ok := c.(*tls.Conn); ok {
+		if rec, ok := tc.NetConn().(*recordConn); ok {
+			h.tc, h.rec, raw = tc, rec, rec.Conn
+		}
+	}
+	old := g.sock.Swap(h)
+	g.peek.reset(raw)
+	return old
+}
+
 func (g *guardedConn) cur() net.Conn { return g.sock.Load().Conn }
+
+// drop closes a connection that is not to be used again. Under TLS it
+// closes the socket: nothing more, not even a close_notify alert, is
+// written into a session that carried stray bytes or a tunnel.
+func (h *sockHolder) drop() error {
+	if h.rec != nil {
+		return h.rec.Conn.Close()
+	}
+	return h.Conn.Close()
+}
 
 // errStrayRedial wraps a failed redial of a connection that had to be
 // replaced: the request never left, so it is a dial error.
@@ -62,7 +100,7 @@ func (g *guardedConn) Write(p []byte) (int, error) {
 		// The first write of a request.
 		g.writing = true
 		g.headN = 0
-		if g.poisoned || (g.used && g.peek.wroteOrClosed()) {
+		if g.poisoned || (g.used && g.unread()) {
 			if err := g.redial(); err != nil {
 				return 0, &net.OpError{Op: "dial", Net: "tcp", Err: errors.Join(errStrayRedial, err)}
 			}
@@ -71,22 +109,29 @@ func (g *guardedConn) Write(p []byte) (int, error) {
 	return g.cur().Write(p)
 }
 
+// unread reports whether the connection holds bytes no one read or its
+// peer closed it.
+func (g *guardedConn) unread() bool {
+	if h := g.sock.Load(); h.rec != nil && h.rec.unread(h.tc, g.probe[:]) {
+		return true
+	}
+	return g.peek.wroteOrClosed()
+}
+
 // redial replaces the socket with a fresh one.
 func (g *guardedConn) redial() error {
 	c, err := g.dial()
 	if err != nil {
 		return err
 	}
-	old := g.sock.Swap(&sockHolder{c})
-	_ = old.Close()
-	g.peek.reset(c)
+	_ = g.use(c).drop()
 	g.used, g.poisoned = false, false
 	return nil
 }
 
 func (g *guardedConn) Read(p []byte) (int, error) {
-	c := g.cur()
-	n, err := c.Read(p)
+	h := g.sock.Load()
+	n, err := h.Read(p)
 	if n > 0 {
 		g.writing = false
 		g.used = true
@@ -97,7 +142,7 @@ func (g *guardedConn) Read(p []byte) (int, error) {
 				if string(g.head[9:]) == "101" {
 					// What follows is another protocol: nothing more
 					// of it may be read by anyone.
-					_ = c.Close()
+					_ = h.drop()
 				}
 			}
 		}
