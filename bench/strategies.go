@@ -45,8 +45,10 @@ var AllStrategies = []string{RoundRobin, Random, LeastInflight, Cached, CachedAd
 // default while issue 13's goal runs were measured), cached_tokens (cached
 // with tokens mode), probe_dw0 and probe_dw4 (tokens mode with
 // route.load.decode_weight 0 and 4), probe_nospeed, cached_tokens_nospeed,
-// oracle_nospeed (tokens mode with route.load.learn_speed false).
-var ExtraStrategies = []string{"probe_d3", "probe_d2q2", "probe_d3q3", "probe_d4q2", "probe_d4q4", "probe_d8q8", "probe_q2", "probe_load", "probe_jsq", "oracle_jsq", "probe_requests", "cached_tokens", "probe_tokens", "probe_dw0", "probe_dw4", "probe_nospeed", "cached_tokens_nospeed", "oracle_nospeed"}
+// oracle_nospeed (tokens mode with route.load.learn_speed false),
+// probe_speed, cached_speed, oracle_speed (requests mode with
+// route.load.speed_band 1.25), probe_speed1 (speed_band 1: no band).
+var ExtraStrategies = []string{"probe_d3", "probe_d2q2", "probe_d3q3", "probe_d4q2", "probe_d4q4", "probe_d8q8", "probe_q2", "probe_load", "probe_jsq", "oracle_jsq", "probe_requests", "cached_tokens", "probe_tokens", "probe_dw0", "probe_dw4", "probe_nospeed", "cached_tokens_nospeed", "oracle_nospeed", "probe_speed", "probe_speed1", "cached_speed", "oracle_speed", "probe_tokens_w1", "cached_tokens_w1"}
 
 // isProbe reports whether s decides on synchronous probes.
 func isProbe(s string) bool { return strings.HasPrefix(s, Probe) }
@@ -77,11 +79,14 @@ func StrategyConfig(s string, urls []string) (*config.Config, error) {
 	switch s {
 	case RoundRobin, Random, LeastInflight:
 		cfg.Route.Policy = s
-	case Cached, CachedAdaptive, Oracle, "oracle_jsq", "cached_tokens", "cached_tokens_nospeed", "oracle_nospeed":
+	case Cached, CachedAdaptive, Oracle, "oracle_jsq", "cached_tokens", "cached_tokens_nospeed", "oracle_nospeed", "cached_speed", "oracle_speed", "cached_tokens_w1":
 		cfg.Route.Policy = "cached"
 		cfg.Route.Weights.Queue, cfg.Route.Weights.KVCache, cfg.Route.Weights.Prefix = 2, 2, 3
-		if s == "cached_tokens" || s == "cached_tokens_nospeed" || s == "oracle_nospeed" {
+		if s == "cached_tokens" || s == "cached_tokens_nospeed" || s == "oracle_nospeed" || s == "cached_tokens_w1" {
 			cfg.Route.Load.Mode = config.LoadTokens
+		}
+		if s == "cached_tokens_w1" {
+			cfg.Route.Load.WaitingWeight = 1
 		}
 		if s == "cached_tokens_nospeed" || s == "oracle_nospeed" {
 			cfg.Route.Load.LearnSpeed = false
@@ -89,6 +94,9 @@ func StrategyConfig(s string, urls []string) (*config.Config, error) {
 		if s == Cached || s == CachedAdaptive {
 			// EPP scores request counts and KV use, not token work.
 			cfg.Route.Load.Mode = config.LoadRequests
+		}
+		if s == "cached_speed" || s == "oracle_speed" {
+			cfg.Route.Load.SpeedBand = 1.25
 		}
 		if s == "oracle_jsq" {
 			cfg.Route.Weights = config.Weights{Queue: 1}
@@ -120,6 +128,12 @@ func StrategyConfig(s string, urls []string) (*config.Config, error) {
 	case "probe_nospeed":
 		cfg.Route.Load.Mode = config.LoadTokens
 		cfg.Route.Load.LearnSpeed = false
+	case "probe_tokens_w1":
+		cfg.Route.Load.Mode, cfg.Route.Load.WaitingWeight = config.LoadTokens, 1
+	case "probe_speed":
+		cfg.Route.Load.SpeedBand = 1.25
+	case "probe_speed1":
+		cfg.Route.Load.SpeedBand = 1
 	case "probe_requests":
 		cfg.Route.Load.Mode = config.LoadRequests
 	case "probe_jsq":
@@ -135,7 +149,9 @@ func StrategyConfig(s string, urls []string) (*config.Config, error) {
 
 // UsesOracle reports whether strategy s decides on the simulator's true
 // state (OracleViews) rather than on reports.
-func UsesOracle(s string) bool { return s == Oracle || s == "oracle_jsq" || s == "oracle_nospeed" }
+func UsesOracle(s string) bool {
+	return s == Oracle || s == "oracle_jsq" || s == "oracle_nospeed" || s == "oracle_speed"
+}
 
 // ProxyInstance is one running probegate in front of a fleet.
 type ProxyInstance struct {

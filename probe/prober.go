@@ -375,7 +375,7 @@ func (p *Prober) known(s *State, now time.Time, res *Result) bool {
 		res.SkippedFresh++
 		p.obs.Probe(OutcomeSkippedFresh, 0)
 		return true
-	case age < 2*p.cfg.FreshFor:
+	case age < p.cfg.recentFor():
 		res.SkippedRecent++
 		p.obs.Probe(OutcomeSkippedRecent, 0)
 		p.refresh(s, p.wallAt(now).Add(p.cfg.Deadline))
@@ -406,6 +406,10 @@ func (p *Prober) await(s *State, results chan<- int, deadline time.Time, d time.
 		f.leave(results, false) // another Run started one first: join it
 	}
 }
+
+// recentFor is the age below which a report that is no longer fresh is
+// used without waiting (stale-while-revalidate): twice FreshFor.
+func (c *ProberConfig) recentFor() time.Duration { return 2 * c.FreshFor }
 
 // slowHold bounds how long a backend whose probe missed the deadline is not
 // waited for when no probe answers in time since (a backend probed again

@@ -4,8 +4,9 @@ import "time"
 
 // This file exports, unchanged, the pieces of the scraper's and the prober's
 // logic that a virtual-time simulator (bench/fleetsim) drives without
-// goroutines or timers: the adaptive scrape rule and the auto hedge
-// estimator. The production loops call the unexported forms directly.
+// goroutines or timers: the adaptive scrape rule, the auto hedge
+// estimator and the thresholds of the prober's skip rules. The production
+// loops call the unexported forms directly.
 
 // NextInterval is the adaptive scrape rule of the Scraper (see
 // nextInterval): the next interval after cur when the dispatch rate to the
@@ -49,3 +50,14 @@ func (h *HedgeEstimator) HedgeAfter() time.Duration { return h.e.HedgeAfter() }
 func (h *HedgeEstimator) HedgeAfterFor(waiting, need int) time.Duration {
 	return h.e.HedgeAfterFor(waiting, need)
 }
+
+// RecentFor is the age below which Run uses a candidate's report that is
+// no longer fresh (older than FreshFor) without waiting for a probe, and
+// refreshes it with a probe no Run waits for (stale-while-revalidate,
+// OutcomeSkippedRecent): twice FreshFor.
+func (c ProberConfig) RecentFor() time.Duration { return c.recentFor() }
+
+// SlowHold is how long after a probe of a backend missed its deadline Runs
+// do not wait for that backend (OutcomeSkippedSlow), unless a probe answers
+// in time first.
+const SlowHold = slowHold

@@ -41,9 +41,15 @@ type LoadModel struct {
 	// RunningWeight is what one request past its prefill counts, in
 	// requests (route.load.running_weight).
 	RunningWeight float64
+	// WaitingWeight is what one request not yet past its prefill counts,
+	// in requests, on top of its prefill work (route.load.waiting_weight).
+	WaitingWeight float64
 	// IgnoreSpeed turns route.load.learn_speed off: every backend is
 	// assumed equally fast.
 	IgnoreSpeed bool
+	// SpeedBand is route.load.speed_band: in requests mode, the learned
+	// speed ratio beyond which a backend's queue is scaled (0: never).
+	SpeedBand float64
 }
 
 // LoadInput is what LoadModel.Queue needs beyond the view.
@@ -62,7 +68,7 @@ type LoadInput struct {
 // Queue returns the candidate's queue for the scorers (see LoadModel).
 func (m *LoadModel) Queue(v *probe.View, in *LoadInput) float64 {
 	if !m.Tokens {
-		return v.Queue
+		return m.requestQueue(v.Queue, v.NsPerToken, in)
 	}
 	b := v.Brief()
 	return m.BriefQueue(&b, in)
@@ -71,7 +77,10 @@ func (m *LoadModel) Queue(v *probe.View, in *LoadInput) float64 {
 // BriefQueue is Queue on the load fields of a view alone: Queue(v, in) ==
 // BriefQueue(v.Brief(), in).
 func (m *LoadModel) BriefQueue(v *probe.Brief, in *LoadInput) float64 {
-	if !m.Tokens || in.MeanPrompt <= 0 || in.RefNs <= 0 {
+	if !m.Tokens {
+		return m.requestQueue(v.Queue, v.NsPerToken, in)
+	}
+	if in.MeanPrompt <= 0 || in.RefNs <= 0 {
 		return v.Queue
 	}
 	ahead, decode := v.PrefillTokens, v.DecodeTokens
@@ -90,7 +99,23 @@ func (m *LoadModel) BriefQueue(v *probe.Brief, in *LoadInput) float64 {
 		ns = in.RefNs
 	}
 	work := ahead + max(in.Own, 0) + m.DecodeWeight*decode
-	return m.RunningWeight*running + work*ns/(in.RefNs*in.MeanPrompt)
+	return m.RunningWeight*running + m.WaitingWeight*waiting + work*ns/(in.RefNs*in.MeanPrompt)
+}
+
+// requestQueue is requests mode's queue: the corrected request count q,
+// scaled by the backend's learned ns per token over the reference when
+// that ratio is outside [1/SpeedBand, SpeedBand]: (q + 1) x ratio - 1, so
+// that a backend prefilling twice as slowly counts its queue and the
+// request itself twice.
+func (m *LoadModel) requestQueue(q, ns float64, in *LoadInput) float64 {
+	if m.SpeedBand < 1 || m.IgnoreSpeed || ns <= 0 || in.RefNs <= 0 {
+		return q
+	}
+	r := ns / in.RefNs
+	if r < m.SpeedBand && r*m.SpeedBand > 1 {
+		return q
+	}
+	return (q+1)*r - 1
 }
 
 // RefNs returns the mean learned ns per token over views, or 1 when none

@@ -11,6 +11,10 @@ import (
 // prompt size.
 const meanPromptAlpha = 0.02
 
+// speedReportAge is how old a report may be for its waiting count to join
+// the work ahead of a speed sample (beginWork).
+const speedReportAge = time.Second
+
 // loadBook is the proxy-wide part of token-aware load (route.load): the
 // running mean prompt of the requests this proxy routes and the per-model
 // output estimate. Safe for concurrent use, lock-free.
@@ -64,6 +68,13 @@ func (m *Memory) beginWork(info *RequestInfo, b *Backend, blockChars int, defaul
 		// Only a stream's first byte marks the end of prefill: a whole
 		// response arrives after the decode too, no speed sample.
 		pending, _, _ := b.state.Work()
+		// The speed sample divides the wait by the work ahead; this
+		// proxy knows only its own, so a recent report's waiting
+		// requests (every client's) count at the mean prompt, as
+		// LoadModel counts them: the larger of the two.
+		if l := b.state.Latest(); l != nil && l.Waiting > 0 && now.Sub(l.At) < speedReportAge {
+			pending = max(pending, float64(l.Waiting)*m.book.MeanPrompt(float64(w.prefill)))
+		}
 		w.waited = pending + float64(w.prefill)
 	}
 	b.state.AddWork(w.prefill, w.decode)

@@ -30,6 +30,15 @@ func TestLoadModelQueue(t *testing.T) {
 		{"running requests count as requests", LoadModel{Tokens: true, RunningWeight: 1}, probe.View{Source: probe.SourceProbe, Queue: 3, Waiting: 1}, in, 2 + 2},
 		{"local requests past prefill are running", LoadModel{Tokens: true, RunningWeight: 0.5}, probe.View{Source: probe.SourceLocal, Queue: 3, PrefillRequests: 1, PrefillTokens: 1000}, in, 0.5*2 + 2},
 		{"no mean prompt yet: requests", tokens, probe.View{Queue: 2}, LoadInput{Own: 10, RefNs: 1}, 2},
+		{"waiting_weight: a request not past its prefill counts too", LoadModel{Tokens: true, RunningWeight: 1, WaitingWeight: 1}, probe.View{Source: probe.SourceProbe, Queue: 3, Waiting: 1}, in, 2 + 1 + 2},
+		{"waiting_weight: this proxy's requests in prefill", LoadModel{Tokens: true, RunningWeight: 1, WaitingWeight: 0.5}, probe.View{Source: probe.SourceLocal, Queue: 3, PrefillRequests: 2, PrefillTokens: 1000}, in, 1 + 0.5*2 + 2},
+		{"requests mode, speed_band: 2x slower counts its queue and the request twice", LoadModel{SpeedBand: 1.25}, probe.View{Queue: 1, NsPerToken: 200}, in, (1+1)*2 - 1},
+		{"requests mode, speed_band: 2x faster counts them half", LoadModel{SpeedBand: 1.25}, probe.View{Queue: 3, NsPerToken: 50}, in, (3+1)*0.5 - 1},
+		{"requests mode, speed_band: within the band, the count", LoadModel{SpeedBand: 1.25}, probe.View{Queue: 1, NsPerToken: 120}, in, 1},
+		{"requests mode, speed_band: within the band below, the count", LoadModel{SpeedBand: 1.25}, probe.View{Queue: 1, NsPerToken: 81}, in, 1},
+		{"requests mode, speed_band 0: the count", LoadModel{}, probe.View{Queue: 1, NsPerToken: 200}, in, 1},
+		{"requests mode, learn_speed off: the count", LoadModel{SpeedBand: 1.25, IgnoreSpeed: true}, probe.View{Queue: 1, NsPerToken: 200}, in, 1},
+		{"requests mode, speed not learned: the count", LoadModel{SpeedBand: 1.25}, probe.View{Queue: 2}, in, 2},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -49,6 +58,24 @@ func TestTokenQueueRanksByWorkNotCount(t *testing.T) {
 	shorts := probe.View{Queue: 2, Source: probe.SourceLocal, PrefillTokens: 200}
 	if m.Queue(&long, &in) <= m.Queue(&shorts, &in) {
 		t.Fatalf("one 7000-token prompt ahead (%v) should outweigh two 100-token ones (%v)", m.Queue(&long, &in), m.Queue(&shorts, &in))
+	}
+}
+
+// Short prompts queued for a batch seat: three requests of 100 prefill
+// tokens each (their prefix cached) ahead on one backend, two running on
+// another. Prefill work alone says the first is nearly idle; each of them
+// waits for a seat, which waiting_weight counts.
+func TestWaitingWeightCountsQueuedShortPrompts(t *testing.T) {
+	in := LoadInput{Own: 100, MeanPrompt: 1000, RefNs: 1}
+	queued := probe.View{Queue: 3, Source: probe.SourceLocal, PrefillRequests: 3, PrefillTokens: 300}
+	running := probe.View{Queue: 2, Waiting: 0, Source: probe.SourceProbe}
+	old := LoadModel{Tokens: true, RunningWeight: 1}
+	if old.Queue(&queued, &in) >= old.Queue(&running, &in) {
+		t.Fatalf("without waiting_weight the queued backend (%v) should look lighter than the running one (%v)", old.Queue(&queued, &in), old.Queue(&running, &in))
+	}
+	m := LoadModel{Tokens: true, RunningWeight: 1, WaitingWeight: 1}
+	if m.Queue(&queued, &in) <= m.Queue(&running, &in) {
+		t.Fatalf("waiting_weight 1: 3 queued requests (%v) should outweigh 2 running (%v)", m.Queue(&queued, &in), m.Queue(&running, &in))
 	}
 }
 
@@ -124,5 +151,35 @@ func TestWorkTicketLifecycle(t *testing.T) {
 	}
 	if m := p.memory.book.MeanPrompt(0); m != 2000 {
 		t.Fatalf("mean prompt %v, want 2000", m)
+	}
+}
+
+// A speed sample divides the wait by the work ahead. With several proxies
+// (or direct clients) most of that work is not this proxy's: a fresh
+// report's waiting requests count at the mean prompt, so the sample does
+// not read other clients' queue as slowness. A stale report does not count.
+func TestSpeedSampleCountsReportedWaiting(t *testing.T) {
+	t0 := time.Unix(100, 0)
+	for _, c := range []struct {
+		name   string
+		age    time.Duration
+		wantNs float64
+	}{
+		{"fresh report: 3 waiting x 1000 + own 1000", 10 * time.Millisecond, float64(400*time.Millisecond) / 4000},
+		{"stale report: own 1000 alone", 5 * time.Second, float64(400*time.Millisecond) / 1000},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := &Memory{}
+			b := &Backend{state: probe.NewState("a:1")}
+			l := probe.Load{Running: 4, Waiting: 3, KVUse: 0.5, ServerLoad: -1, At: t0.Add(-c.age), Source: probe.SourceProbe}
+			b.state.Report(&l)
+			info := RequestInfo{PromptTokens: 1000, MaxTokens: 10, IgnoreEOS: true, Stream: true}
+			w := m.beginWork(&info, b, 256, 128, t0)
+			w.sawBytes(b, []byte("data: {}\n\n"), t0.Add(400*time.Millisecond))
+			if _, _, ns := b.state.Work(); math.Abs(ns-c.wantNs) > 1e-6 {
+				t.Fatalf("learned %v ns/token, want %v", ns, c.wantNs)
+			}
+			m.endWork(b, &w, true)
+		})
 	}
 }

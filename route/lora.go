@@ -16,16 +16,9 @@ type adapterSet struct {
 	slots [256]atomic.Uint64
 }
 
-// Learn records every adapter listed in v.
-func (s *adapterSet) Learn(v *probe.View) {
-	for _, a := range v.RunningLoRAs {
-		h := xxhash.Sum64String(a)
-		s.slots[h%uint64(len(s.slots))].Store(h)
-	}
-	for _, a := range v.WaitingLoRAs {
-		h := xxhash.Sum64String(a)
-		s.slots[h%uint64(len(s.slots))].Store(h)
-	}
+// add records the adapter of hash h.
+func (s *adapterSet) add(h uint64) {
+	s.slots[h%uint64(len(s.slots))].Store(h)
 }
 
 // Has reports whether h was learned as an adapter.

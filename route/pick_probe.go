@@ -111,9 +111,18 @@ func (p *probePicker) Pick(ctx context.Context, info *RequestInfo, exclude []*Ba
 // affine returns one backend to add to the random sample so that LoRA
 // affinity survives sampling: for a request for an adapter, a backend
 // that has it loaded or that this router recently sent it to (it is
-// likely still loaded there), else one with a free adapter slot, scanning
-// from a random offset; or nil. The probe then decides whether that
-// backend is too loaded to use.
+// likely still loaded there), else one with a free adapter slot; or nil.
+// The probe then decides whether that backend is too loaded to use.
+//
+// A pool of at most memoryScan backends is scanned whole, from a random
+// offset so ties spread. A larger pool costs the same whatever its size:
+// first the adapter index's holders (backends whose views listed the
+// adapter, or that this router sent it to), then memoryScan backends from
+// a random offset, whose listed adapters are learned on the way. So a
+// backend that loaded the adapter for another router is found once one
+// of this router's scans or picks has read its report: the first
+// requests for an adapter loaded nowhere this router has looked may load
+// it on a free slot elsewhere.
 func (p *probePicker) affine(info *RequestInfo, exclude []*Backend, now time.Time) *Backend {
 	bs := p.sc.bs
 	w := &p.sc.pc.Weights
@@ -141,12 +150,17 @@ func (p *probePicker) affine(info *RequestInfo, exclude []*Backend, now time.Tim
 	if !adapter {
 		return nil
 	}
-	// Loaded first, then a free adapter slot, scanning from a random
-	// offset so ties spread.
+	var v probe.View
+	large := len(bs) > memoryScan
+	if large {
+		if b := p.indexedAdapter(info.ModelHash, exclude, &v, now); b != nil {
+			return b
+		}
+	}
+	// Loaded first, then a free adapter slot.
 	j := int(p.sc.modN.mod(p.sc.rand())) - 1
 	var free *Backend
-	var v probe.View
-	for range bs {
+	for range min(len(bs), memoryScan) {
 		if j++; j == len(bs) {
 			j = 0
 		}
@@ -155,6 +169,9 @@ func (p *probePicker) affine(info *RequestInfo, exclude []*Backend, now time.Tim
 			continue
 		}
 		p.sc.view(&v, b, now)
+		if large && v.MaxLoRA > 0 {
+			p.sc.mem.learnAdapters(&v, b)
+		}
 		switch s := loraScore(info.ModelHash, true, &v, &b.lora, now, loraWindow); {
 		case s >= 1:
 			return b
@@ -163,6 +180,29 @@ func (p *probePicker) affine(info *RequestInfo, exclude []*Backend, now time.Tim
 		}
 	}
 	return free
+}
+
+// indexedAdapter returns a backend the adapter index lists for adapter h
+// that is eligible, not excluded and still believed to hold it (its view
+// and this router's dispatches, as loraScore judges); or nil. v is scratch.
+func (p *probePicker) indexedAdapter(h uint64, exclude []*Backend, v *probe.View, now time.Time) *Backend {
+	x := p.sc.mem.loras.Load()
+	if x == nil {
+		return nil
+	}
+	var found *Backend
+	hs := [1]uint64{h}
+	x.Holders(hs[:], func(b *Backend) bool {
+		if found != nil || !b.Eligible() || contains(exclude, b) {
+			return false
+		}
+		p.sc.view(v, b, now)
+		if loraScore(h, true, v, &b.lora, now, loraWindow) >= 1 {
+			found = b
+		}
+		return true
+	})
+	return found
 }
 
 // prefixHolder returns an eligible backend (not in exclude) with the
@@ -251,9 +291,11 @@ func (p *probePicker) bestCached(info *RequestInfo, s *Scratch, exclude []*Backe
 	for i, b := range scan {
 		p.sc.brief(&briefs[i], b, now, cutoff)
 	}
-	var li LoadInput // requests mode reads the queue alone
+	var li LoadInput // requests mode reads the queue alone (and speeds)
 	if p.sc.pc.Load.Tokens {
 		li = briefLoadInput(p.sc.mem, info, briefs)
+	} else if p.sc.pc.Load.SpeedBand >= 1 {
+		li.RefNs = briefRefNs(briefs)
 	}
 	w := Weights{Queue: p.sc.pc.Weights.Queue, KVCache: p.sc.pc.Weights.KVCache}
 	var blocks []uint64

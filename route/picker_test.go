@@ -372,3 +372,44 @@ func TestEveryPickerIsAllocationFree(t *testing.T) {
 		})
 	}
 }
+
+// route.load.speed_band in requests mode: two idle backends this proxy
+// learned prefill 4x slower than a third with one request running lose to
+// it (expected time to first token 1 x 400 us against 2 x 100 us a token),
+// in the probe policy (its memory slot too: with d = 2, a slot given to a
+// slow backend leaves a random one that is slow half the time) and in
+// cached; without the band the shorter queue always wins.
+func TestSpeedBandSteersAwayFromSlowBackend(t *testing.T) {
+	for _, pol := range []string{config.PolicyProbe, config.PolicyCached} {
+		for _, band := range []float64{0, 1.25} {
+			pool, bs := testPool(3)
+			for i, b := range bs {
+				l := probe.Load{Running: i / 2, Waiting: 0, KVUse: 0.3, ServerLoad: -1, At: pickT0, Source: probe.SourceScrape}
+				b.State().Report(&l)
+			}
+			bs[0].State().PrefillDone(0, 400*time.Millisecond, 1000) // 400 us a token
+			bs[1].State().PrefillDone(0, 400*time.Millisecond, 1000)
+			bs[2].State().PrefillDone(0, 100*time.Millisecond, 1000) // 100 us
+			pc := testPickerConfig(pol)
+			pc.Load.SpeedBand = band
+			pk := mustPicker(t, pc, pool, Deps{Memory: &Memory{}, Rand: seeded(9), Now: pickNow})
+			s := NewScratch()
+			fast := 0
+			for range 200 {
+				b, _, err := pk.Pick(context.Background(), &RequestInfo{PromptTokens: 1000}, nil, s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if b == bs[2] {
+					fast++
+				}
+			}
+			switch {
+			case band > 0 && fast != 200:
+				t.Errorf("%s, speed_band %v: the fast backend got %d of 200, want all", pol, band, fast)
+			case band == 0 && fast != 0:
+				t.Errorf("%s, speed_band 0: the fast, busier backend got %d of 200, want none (speed ignored)", pol, fast)
+			}
+		}
+	}
+}

@@ -67,32 +67,32 @@ func (x *prefixIndex) slot(h uint64) *indexEntry {
 // Insert records that blocks were dispatched to b.
 func (x *prefixIndex) Insert(blocks []uint64, b *Backend) {
 	for i, h := range blocks {
-		if !isAnchor(i, len(blocks)) {
-			continue
-		}
-		e := x.slot(h)
-		if e.hash.Load() != h {
-			// A new anchor takes the entry over.
-			e.hash.Store(h)
-			e.holders[0].Store(b)
-			for w := 1; w < indexWays; w++ {
-				e.holders[w].Store(nil)
-			}
-			e.next.Store(1)
-			continue
-		}
-		known := false
-		for w := range e.holders {
-			if e.holders[w].Load() == b {
-				known = true
-				break
-			}
-		}
-		if !known {
-			w := (e.next.Add(1) - 1) % indexWays
-			e.holders[w].Store(b)
+		if isAnchor(i, len(blocks)) {
+			x.add(h, b)
 		}
 	}
+}
+
+// add lists b under hash h.
+func (x *prefixIndex) add(h uint64, b *Backend) {
+	e := x.slot(h)
+	if e.hash.Load() != h {
+		// A new hash takes the entry over.
+		e.hash.Store(h)
+		e.holders[0].Store(b)
+		for w := 1; w < indexWays; w++ {
+			e.holders[w].Store(nil)
+		}
+		e.next.Store(1)
+		return
+	}
+	for w := range e.holders {
+		if e.holders[w].Load() == b {
+			return
+		}
+	}
+	w := (e.next.Add(1) - 1) % indexWays
+	e.holders[w].Store(b)
 }
 
 // Holders calls fn with each backend listed under the deepest anchor of

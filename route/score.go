@@ -223,7 +223,7 @@ func (sc *scorer) best(info *RequestInfo, s *Scratch, bs []*Backend) (*Backend, 
 		v := &s.views[len(s.views)-1]
 		sc.view(v, b, now)
 		if v.MaxLoRA > 0 {
-			sc.mem.adapters.Learn(v)
+			sc.mem.learnAdapters(v, b)
 		}
 	}
 	adapter := info.ModelHash != 0 && sc.mem.adapters.Has(info.ModelHash)

@@ -23,3 +23,12 @@ func (t *WorkTicket) SawBytes(b *Backend, chunk []byte, now time.Time) { t.w.saw
 // EndWork takes back what BeginWork counted; complete is whether the
 // response ended normally.
 func (m *Memory) EndWork(b *Backend, t *WorkTicket, complete bool) { m.endWork(b, &t.w, complete) }
+
+// ExtractInfo fills info from a request body as the proxy does (model,
+// stream, max_tokens, ignore_eos, prompt tokens and prefix block hashes),
+// for a simulator that routes without a Proxy. blockChars and maxBlocks
+// are route.prefix's. Unlike the proxy's pooled extractor it allocates.
+func ExtractInfo(body []byte, blockChars, maxBlocks int, info *RequestInfo) {
+	var e extractor
+	e.Extract(body, blockChars, maxBlocks, info)
+}

@@ -1,6 +1,7 @@
 package route
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -28,5 +29,14 @@ func TestWorkTicketRoundTrip(t *testing.T) {
 	m.EndWork(b, &tk, true)
 	if p, d, _ := b.State().Work(); p != 0 || d != 0 {
 		t.Fatalf("after EndWork: prefill %v decode %v, want none", p, d)
+	}
+}
+
+func TestExtractInfoReadsACompletionBody(t *testing.T) {
+	text := strings.Repeat("abcd", 300) // 1,200 characters, 300 tokens
+	var info RequestInfo
+	ExtractInfo([]byte(`{"model":"m","prompt":"`+text+`","max_tokens":7,"ignore_eos":true,"stream":true}`), 256, 64, &info)
+	if !info.JSON || info.PromptTokens != 300 || info.MaxTokens != 7 || !info.IgnoreEOS || !info.Stream || info.NBlocks != 4 || string(info.Model) != "m" {
+		t.Fatalf("got %+v", info)
 	}
 }

@@ -20,8 +20,29 @@ func PodCapacity(w Workload, sim vllmsim.Config, slowdown float64, dur time.Dura
 	c := e.Config()
 	// Arrival times are irrelevant here: only the sizes are drawn.
 	src := newSource(w, 1e6, time.Duration(1<<62), min(c.MaxModelLen, BenchMaxModelLen), seed)
+	var jobs []Job
+	if w.Name == PrefixName {
+		// The prefix scenario's prompts, in a loop: one pod holds the 8
+		// system prompts, so this is the capacity of a fleet whose
+		// requests all hit their prefix (the loads are fractions of it).
+		jobs = PrefixJobs(1000, 4*time.Second, int64(seed), blockSize(c))
+		src.replay(jobs)
+	}
+	return podCapacity(e, dur, func() Job {
+		j, ok := src.next()
+		if !ok && jobs != nil {
+			src.replay(jobs)
+			j, _ = src.next()
+		}
+		return j
+	})
+}
+
+// podCapacity is PodCapacity on engine e with the jobs next draws.
+func podCapacity(e *vllmsim.Engine, dur time.Duration, next func() Job) (float64, error) {
+	c := e.Config()
 	add := func() error {
-		j, _ := src.next()
+		j := next()
 		return e.Add(&vllmsim.Request{Prompt: j.Prompt, MaxTokens: j.MaxTokens, IgnoreEOS: true})
 	}
 	inflight := 0

@@ -14,6 +14,7 @@ const (
 	evScrapeIssue               // a replica's scrape loop fires for one pod
 	evScrapeDeliver             // that scrape's answer reaches the replica
 	evWindow                    // a herd-index window closes
+	evProbeLand                 // a replica's probe lands (answer or deadline): a replica, b flight
 )
 
 // event is one scheduled happening. a and b are indices whose meaning

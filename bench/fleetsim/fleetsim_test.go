@@ -86,26 +86,36 @@ func TestProbeCostsAndSources(t *testing.T) {
 	}
 }
 
+// Probes that never answer in time: decisions fall back to cached state.
+// Without the skipped_slow rule each one waits the whole deadline; with it,
+// only those whose candidates' slow marks have lapsed do.
 func TestProbesPastDeadlineFallBack(t *testing.T) {
-	cfg := tiny(bench.Probe, 1)
-	cfg.Params.ProbeTailP, cfg.Params.ProbeTail = 1, 50*time.Millisecond // every probe misses the deadline
-	slow, err := Run(cfg)
-	if err != nil {
-		t.Fatal(err)
+	run := func(strategy string) *RunMetrics {
+		cfg := tiny(strategy, 1)
+		cfg.Params.ProbeTailP, cfg.Params.ProbeTail = 1, 50*time.Millisecond // every probe misses the deadline
+		m, err := Run(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Decisions["probe"] != 0 || m.FallbackRate != 1 {
+			t.Errorf("%s: decisions %v, fallback %v: no probe answers in time, every decision must fall back", strategy, m.Decisions, m.FallbackRate)
+		}
+		if m.Probes["timeout"] == 0 {
+			t.Errorf("%s: probes %v: want timeouts", strategy, m.Probes)
+		}
+		return m
 	}
-	if slow.Decisions["probe"] != 0 || slow.FallbackRate != 1 {
-		t.Errorf("decisions %v, fallback %v: no probe answers in time, every decision must fall back", slow.Decisions, slow.FallbackRate)
+	off, on := run(bench.Probe+suffixNoSlow), run(bench.Probe)
+	deadline := 5.0 // ms, probe.deadline's default
+	if off.DecisionWait.P50 != deadline || off.SkippedSlowPerRequest != 0 {
+		t.Errorf("without skipped_slow: decision wait %+v, skipped_slow %v/request; want every decision at the %v ms deadline", off.DecisionWait, off.SkippedSlowPerRequest, deadline)
 	}
-	if slow.Probes["timeout"] == 0 {
-		t.Errorf("probes %v: want timeouts", slow.Probes)
+	if on.DecisionWait.P50 != 0 || on.DecisionWait.Mean > deadline/3 || on.SkippedSlowPerRequest < 1 {
+		t.Errorf("with skipped_slow: decision wait %+v, skipped_slow %v/request; want most decisions not to wait", on.DecisionWait, on.SkippedSlowPerRequest)
 	}
-	fast, err := Run(tiny(bench.Probe, 1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Each decision waited the whole deadline (5 ms) instead of ~0.5 ms.
-	if d := slow.TTFT.P50 - fast.TTFT.P50; d < 2 {
-		t.Errorf("TTFT p50 %v with dead probes vs %v: the deadline wait is missing", slow.TTFT.P50, fast.TTFT.P50)
+	// The slow pods are still checked, one background probe at a time.
+	if on.Probes["background"] == 0 || on.ProbesPerRequest > off.ProbesPerRequest+0.1 {
+		t.Errorf("with skipped_slow: probes %v, %v per request (without: %v)", on.Probes, on.ProbesPerRequest, off.ProbesPerRequest)
 	}
 }
 
@@ -265,5 +275,74 @@ func TestExplicitJobsReplayedWhole(t *testing.T) {
 		if j, ok := src.next(); ok {
 			t.Fatalf("seed %d: a job after the last: %+v", seed, j)
 		}
+	}
+}
+
+// -workload prefix: the live bench's prefix scenario in a sweep. Its runs
+// replay PrefixJobs (texts routed on their prefix blocks), its pods hit
+// their prefix caches (one pod completes more of its requests per second
+// than of the same requests without block hashes), and a seed gives the
+// same bytes.
+func TestPrefixSweep(t *testing.T) {
+	o := DefaultOptions(true)
+	o.Pods, o.Replicas, o.Duration, o.Workload = []int{8}, []int{2}, 3*time.Second, PrefixWorkload()
+	o.Strategies = []string{bench.Probe, bench.Cached}
+	run := func() ([]byte, *Results) {
+		res, _, err := Sweep(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b, res
+	}
+	a, res := run()
+	if b, _ := run(); !bytes.Equal(a, b) {
+		t.Error("two prefix sweeps with seed 1 gave different results.json")
+	}
+	sc := &res.Scenarios[0]
+	want := sc.Params.RateRPS * (sc.Params.DurationS - sc.Params.WarmupS)
+	for _, s := range sc.Strategies {
+		if s.Errors != 0 || math.Abs(float64(s.Requests)-want) > 5*math.Sqrt(want) {
+			t.Errorf("%s: %d requests, %d errors; offered %.0f", s.Name, s.Requests, s.Errors, want)
+		}
+	}
+	w := PrefixWorkload()
+	sim := PodSim(w)
+	rate := 0.8 * res.PodCapacityRPS[PrefixName] * 8
+	jobs := PrefixJobs(rate, o.Duration, o.Seed, blockSize(sim))
+	m, err := Run(Config{Pods: 8, Replicas: 2, Strategy: bench.Probe, Workload: w, Rate: rate, Duration: o.Duration, Warmup: o.Warmup,
+		Sim: sim, Slowdown: BenchSlowdown, Params: o.Params, Seed: uint64(o.Seed), Jobs: jobs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := sc.find(bench.Probe); p.TTFT != m.TTFT || p.Requests != m.Requests {
+		t.Errorf("sweep's probe run: TTFT %+v, %d requests; the PrefixJobs run: %+v, %d", p.TTFT, p.Requests, m.TTFT, m.Requests)
+	}
+	capacity := func(strip bool) float64 {
+		e, err := vllmsim.NewEngine(sim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.SetSlowdown(BenchSlowdown)
+		i := 0
+		c, err := podCapacity(e, 60*time.Second, func() Job {
+			j := jobs[i%len(jobs)]
+			i++
+			if strip {
+				j.Prompt.BlockHashes = nil
+			}
+			return j
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	// The sweep's capacity is that of these prompts, with their hashes.
+	if hit, miss := capacity(false), capacity(true); hit < 1.5*miss || math.Abs(res.PodCapacityRPS[PrefixName]-hit) > 0.1*hit {
+		t.Errorf("pod capacity %v req/s with prefix hashes (sweep: %v), %v without: the prefix cache is not hit", hit, res.PodCapacityRPS[PrefixName], miss)
 	}
 }

@@ -25,6 +25,17 @@ type RunMetrics struct {
 	// answer (probe strategies only).
 	ProbesPerRequest float64 `json:"probes_per_request"`
 	FallbackRate     float64 `json:"fallback_rate"`
+	// SkippedRecentPerRequest and SkippedSlowPerRequest count, per routed
+	// request, the candidates and spares a Run did not wait for because
+	// their report was recent (stale-while-revalidate) or their probes
+	// slow; CoalescedPerRequest the probes in flight a Run joined instead
+	// of sending its own (probe strategies only).
+	SkippedRecentPerRequest float64 `json:"skipped_recent_per_request"`
+	SkippedSlowPerRequest   float64 `json:"skipped_slow_per_request"`
+	CoalescedPerRequest     float64 `json:"coalesced_per_request"`
+	// DecisionWait is the time each measured request's routing decision
+	// waited for probes (0 for policies that do not probe).
+	DecisionWait bench.Quantiles `json:"decision_wait_ms"`
 	// Imbalance is max-min of per-pod request counts over the mean.
 	Imbalance float64 `json:"imbalance_requests"`
 	// HerdIndex is the largest, over 100 ms windows, of the most requests
@@ -54,6 +65,7 @@ type RunMetrics struct {
 type metrics struct {
 	warmup    time.Duration
 	ttft, e2e []float64 // ms
+	wait      []float64 // ms
 	errors    int
 	perPod    []int64
 	herdMax   float64
@@ -65,7 +77,7 @@ type metrics struct {
 
 func newMetrics(s *sim) *metrics {
 	n := int(s.cfg.Rate * s.cfg.Duration.Seconds() * 1.1)
-	return &metrics{warmup: s.cfg.Warmup, ttft: make([]float64, 0, n), e2e: make([]float64, 0, n), perPod: make([]int64, len(s.pods))}
+	return &metrics{warmup: s.cfg.Warmup, ttft: make([]float64, 0, n), e2e: make([]float64, 0, n), wait: make([]float64, 0, n), perPod: make([]int64, len(s.pods))}
 }
 
 func (m *metrics) measured(r *request) bool { return r.sent >= m.warmup }
@@ -90,6 +102,7 @@ func (m *metrics) done(r *request, e2e time.Duration) {
 	}
 	m.ttft = append(m.ttft, ms(r.ttft))
 	m.e2e = append(m.e2e, ms(e2e))
+	m.wait = append(m.wait, ms(r.wait))
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -118,7 +131,7 @@ func (m *metrics) result(s *sim) *RunMetrics {
 	r := &RunMetrics{
 		Requests: len(m.ttft), Errors: m.errors,
 		OfferedRPS: s.cfg.Rate,
-		TTFT:       quantiles(m.ttft), E2E: quantiles(m.e2e),
+		TTFT:       quantiles(m.ttft), E2E: quantiles(m.e2e), DecisionWait: quantiles(m.wait),
 		HerdIndex: round(m.herdMax), Decisions: map[string]int64{}, Events: m.events,
 	}
 	if measured > 0 {
@@ -145,13 +158,21 @@ func (m *metrics) result(s *sim) *RunMetrics {
 			ps.Hedge += st.Hedge
 			ps.SkippedFresh += st.SkippedFresh
 			ps.Cancelled += st.Cancelled
+			ps.Coalesced += st.Coalesced
+			ps.SkippedRecent += st.SkippedRecent
+			ps.SkippedSlow += st.SkippedSlow
+			ps.Background += st.Background
 		}
 		probeAnswered += rep.decide[probe.SourceProbe]
 	}
 	if ps.Sent > 0 || ps.SkippedFresh > 0 {
-		r.Probes = map[string]int64{"sent": ps.Sent, "ok": ps.OK, "timeout": ps.Timeout, "hedge": ps.Hedge, "skipped_fresh": ps.SkippedFresh, "cancelled": ps.Cancelled}
+		r.Probes = map[string]int64{"sent": ps.Sent, "ok": ps.OK, "timeout": ps.Timeout, "hedge": ps.Hedge, "skipped_fresh": ps.SkippedFresh, "cancelled": ps.Cancelled,
+			"coalesced": ps.Coalesced, "skipped_recent": ps.SkippedRecent, "skipped_slow": ps.SkippedSlow, "background": ps.Background}
 		if decisions > 0 {
 			r.ProbesPerRequest = round(float64(ps.Sent) / float64(decisions))
+			r.SkippedRecentPerRequest = round(float64(ps.SkippedRecent) / float64(decisions))
+			r.SkippedSlowPerRequest = round(float64(ps.SkippedSlow) / float64(decisions))
+			r.CoalescedPerRequest = round(float64(ps.Coalesced) / float64(decisions))
 			r.FallbackRate = round(1 - float64(probeAnswered)/float64(decisions))
 		}
 	}

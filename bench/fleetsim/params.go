@@ -34,6 +34,9 @@ import (
 //	StreamShare      1.0       share of streaming requests (ORCA only on the rest)
 //	ProxyOverhead    150µs     proxy time from request arrival to forward, probes excluded
 //	Relay            50µs      proxy time to relay one frame back to the client
+//	StuckProbePods   0         pods (the last ones) whose load endpoint is stuck:
+//	                           every probe to them takes StuckProbeDelay more
+//	StuckProbeDelay  50ms      (scrapes and requests are served as usual)
 //
 // A probe's answer describes the pod as it is when the probe is sent (the pod
 // changes only at engine step boundaries, 6-15 ms apart, and on arrivals; the
@@ -52,6 +55,11 @@ type Params struct {
 	StreamShare   float64
 	ProxyOverhead time.Duration
 	Relay         time.Duration
+	// StuckProbePods is how many pods, the last ones, answer every probe
+	// StuckProbeDelay late (past probe.deadline): the case the prober's
+	// skipped_slow rule is for.
+	StuckProbePods  int
+	StuckProbeDelay time.Duration
 }
 
 // DefaultParams returns the documented defaults of Params (an in-cluster
@@ -70,6 +78,8 @@ func DefaultParams() Params {
 		StreamShare:   1,
 		ProxyOverhead: 150 * time.Microsecond,
 		Relay:         50 * time.Microsecond,
+
+		StuckProbeDelay: 50 * time.Millisecond,
 	}
 }
 

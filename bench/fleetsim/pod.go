@@ -16,8 +16,10 @@ type request struct {
 	sent    time.Duration // when it reached its replica
 	er      vllmsim.Request
 	ttft    time.Duration
+	wait    time.Duration // the routing decision's probe wait
 	stream  bool
 	work    route.WorkTicket
+	snap    []Snapshot // every pod at arrival, when Config.Record is set
 }
 
 // pod is one simulated vLLM server: the project's engine driven in virtual
@@ -44,6 +46,9 @@ type pod struct {
 
 	// herd index: arrivals in the current window.
 	window int32
+
+	// wbuf is whatif's scratch (analysis runs only).
+	wbuf []wreq
 }
 
 func newPod(idx int, cfg vllmsim.Config, slowdown float64) (*pod, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -25,8 +26,6 @@ type vclock struct {
 
 func (c *vclock) now() time.Time { return epoch.Add(c.s.now + c.offset) }
 
-func (c *vclock) at(start time.Time, d time.Duration) time.Time { return start.Add(d) }
-
 // replica is one probegate replica: its own Backends (so its own probe.State
 // reports, counters, prefix and LoRA memories), the production Picker of its
 // strategy over them, and its scrape loops. Replicas share nothing, as
@@ -47,8 +46,11 @@ type replica struct {
 	orca     bool
 	mem      *route.Memory
 	// route.prefix.block_chars and route.load.default_output_tokens, for
-	// the token-work accounting (route.WorkTicket).
+	// the token-work accounting (route.WorkTicket); route.prefix.max_blocks
+	// for prompt texts.
 	blockChars    int
+	maxBlocks     int
+	body          []byte
 	defaultOutput float64
 	loops         []scrapeLoop
 	decide        [8]int64 // decisions by probe.Source
@@ -68,11 +70,16 @@ type scrapeLoop struct {
 // newReplica builds replica idx with strategy's production configuration
 // (bench.StrategyConfig) over the pods at addrs.
 func newReplica(s *sim, idx int, strategy string, addrs []string, seed uint64) (*replica, error) {
+	strategy, rules := splitRules(strategy)
 	urls := make([]string, len(addrs))
 	for i, a := range addrs {
 		urls[i] = "http://" + a
 	}
-	cfg, err := bench.StrategyConfig(strategy, urls)
+	base := strategy
+	if isIdeal(strategy) {
+		base = bench.Oracle
+	}
+	cfg, err := bench.StrategyConfig(base, urls)
 	if err != nil {
 		return nil, err
 	}
@@ -88,10 +95,16 @@ func newReplica(s *sim, idx int, strategy string, addrs []string, seed uint64) (
 		blockChars:    cfg.Route.Prefix.BlockChars,
 		defaultOutput: float64(cfg.Route.Load.DefaultOutputTokens),
 	}
-	// No workload here shares prompt prefixes across requests, so prefix
-	// tables only ever miss: keep them small (memory at 32 x 1024 backends).
+	// Only a workload with prompt texts (Job.Text) shares prefixes; for
+	// the others prefix tables only ever miss: keep them small (memory at
+	// 32 x 1024 backends).
+	entries := 64
+	if len(s.cfg.Jobs) > 0 && s.cfg.Jobs[0].Text != "" {
+		entries = cfg.Route.Prefix.EntriesPerBackend
+	}
+	r.maxBlocks = cfg.Route.Prefix.MaxBlocks
 	for i, a := range addrs {
-		b := route.NewBackend(a, 64)
+		b := route.NewBackend(a, entries)
 		r.backends = append(r.backends, b)
 		r.podOf[b.State()] = int32(i)
 	}
@@ -111,13 +124,17 @@ func newReplica(s *sim, idx int, strategy string, addrs []string, seed uint64) (
 		if err != nil {
 			return nil, err
 		}
-		r.prober = &vprober{cfg: prc, est: probe.NewHedgeEstimator(prc.Deadline), rep: r, s: s,
-			rng: rand.New(rand.NewPCG(seed, uint64(idx)+0x70726f62))}
+		r.prober = newVprober(prc, r, s, rand.New(rand.NewPCG(seed, uint64(idx)+0x70726f62)), rules, len(addrs))
 		deps.Prober = r.prober
+	} else if rules != (probeRules{}) {
+		return nil, fmt.Errorf("strategy %s: the rules suffixes apply to probe strategies only", strategy)
 	}
 	r.picker, err = route.NewPicker(pc, route.NewPool(r.backends), deps)
 	if err != nil {
 		return nil, fmt.Errorf("strategy %s: %w", strategy, err)
+	}
+	if isIdeal(strategy) {
+		r.picker = &idealPicker{s: s, r: r, kind: strategy}
 	}
 	model := []byte(s.cfg.Sim.Model)
 	r.info = route.RequestInfo{JSON: true, Model: model, ModelHash: xxhash.Sum64(model), Stream: true, IgnoreEOS: true}
@@ -145,6 +162,19 @@ func newReplica(s *sim, idx int, strategy string, addrs []string, seed uint64) (
 // decision took (probe wait), and false when no backend could be chosen.
 func (r *replica) pick(req *request) (int32, time.Duration, bool) {
 	r.clock.offset = 0
+	if req.job.Text != "" {
+		// The proxy's view of a completion request with this prompt.
+		r.body = append(r.body[:0], `{"model":`...)
+		r.body = strconv.AppendQuote(r.body, r.s.cfg.Sim.Model)
+		r.body = append(r.body, `,"prompt":`...)
+		r.body = strconv.AppendQuote(r.body, req.job.Text)
+		r.body = append(r.body, `,"max_tokens":`...)
+		r.body = strconv.AppendInt(r.body, int64(req.job.MaxTokens), 10)
+		r.body = append(r.body, `,"ignore_eos":true,"stream":`...)
+		r.body = strconv.AppendBool(r.body, req.stream)
+		r.body = append(r.body, '}')
+		route.ExtractInfo(r.body, r.blockChars, r.maxBlocks, &r.info)
+	}
 	r.info.Stream = req.stream
 	r.info.PromptTokens = req.job.Prompt.Tokens
 	r.info.MaxTokens = req.job.MaxTokens

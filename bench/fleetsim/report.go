@@ -17,13 +17,19 @@ func WriteReport(r *Results, timings []Timing, dir string) error {
 	fmt.Fprintf(&b, "# fleetsim report (seed %d%s)\n\n", r.Seed, map[bool]string{true: ", quick", false: ""}[r.Quick])
 	b.WriteString("Virtual-time simulation: N pods of internal/vllmsim's engine behind R replicas running the production\n")
 	b.WriteString("pickers (route.NewPicker), probe.State views, the adaptive scrape rule and the auto hedge estimator.\n")
-	b.WriteString("Latencies in ms of virtual time. Pod costs are load-report requests each pod receives per second.\n\n")
+	b.WriteString("Latencies in ms of virtual time. Pod costs are load-report requests each pod receives per second.\n")
+	b.WriteString("recent/req and slow/req: candidates per request used without waiting for a probe because their report was\n")
+	b.WriteString("younger than 2 x probe.fresh_for (skipped_recent) or their last probe missed the deadline (skipped_slow);\n")
+	b.WriteString("probe wait: the decision's wait for probes, ms. Suffix _norules: both rules off (_noswr, _noslow: one).\n\n")
 	m := r.Model
 	b.WriteString("## Model\n\n| parameter | value |\n|---|---|\n")
 	fmt.Fprintf(&b, "| RTT | %.0f µs |\n| probe service (lognormal median, sigma) | %.0f µs, %.2f |\n| probe tail (p, extra) | %.3f, %.1f ms |\n",
 		m.RTTUs, m.ProbeServiceUs, m.ProbeSigma, m.ProbeTailP, m.ProbeTailMs)
 	fmt.Fprintf(&b, "| scrape render | %.1f ms |\n| scrape / probe / ORCA bytes | %d / %d / %d |\n| streaming share | %.2f |\n| proxy overhead, relay | %.0f µs, %.0f µs |\n",
 		m.ScrapeRenderMs, m.ScrapeBytes, m.ProbeBytes, m.ORCABytes, m.StreamShare, m.ProxyOverheadUs, m.RelayUs)
+	if m.StuckProbePods > 0 {
+		fmt.Fprintf(&b, "| pods whose probes are stuck, extra delay | %d, %.0f ms |\n", m.StuckProbePods, m.StuckProbeMs)
+	}
 	fmt.Fprintf(&b, "| pod batch seats, time scale | %d, %g |\n\n", r.Fleet.MaxNumSeqs, r.Fleet.Slowdown)
 	b.WriteString("Pod capacity (requests/s, one saturated pod): ")
 	for _, k := range sortedKeys(r.PodCapacityRPS) {
@@ -37,13 +43,14 @@ func WriteReport(r *Results, timings []Timing, dir string) error {
 		p := sc.Params
 		fmt.Fprintf(&b, "### %s\n\n%s, %d pods, %d replicas, %.2fx capacity (%.1f req/s), %gs simulated (%gs warmup)\n\n",
 			sc.Name, p.Workload, p.Pods, p.Replicas, p.Load, p.RateRPS, p.DurationS, p.WarmupS)
-		b.WriteString("| strategy | requests | TTFT p50 | TTFT p99 | E2E p99 | p99/oracle | herd | probes/req | probes/pod/s | scrapes/pod/s | report KB/pod/s | decisions |\n")
-		b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+		b.WriteString("| strategy | requests | TTFT p50 | TTFT p99 | E2E p99 | p99/oracle | herd | probes/req | recent/req | slow/req | probe wait p99 | probes/pod/s | scrapes/pod/s | report KB/pod/s | decisions |\n")
+		b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, s := range sc.Strategies {
 			kb := (s.PodProbeBytesPerS + s.PodScrapeBytesPerS + s.PodORCABytesPerS) / 1000
-			fmt.Fprintf(&b, "| %s | %d | %.1f | %.1f | %.1f | %.2f | %.1f | %.2f | %.1f | %.1f | %.1f | %s |\n",
+			fmt.Fprintf(&b, "| %s | %d | %.1f | %.1f | %.1f | %.2f | %.1f | %.2f | %.3f | %.3f | %.2f | %.1f | %.1f | %.1f | %s |\n",
 				s.Name, s.Requests, s.TTFT.P50, s.TTFT.P99, s.E2E.P99, s.TTFTP99RatioToOracle, s.HerdIndex,
-				s.ProbesPerRequest, s.PodProbesPerS, s.PodScrapesPerS, kb, decisions(s.Decisions))
+				s.ProbesPerRequest, s.SkippedRecentPerRequest, s.SkippedSlowPerRequest, s.DecisionWait.P99,
+				s.PodProbesPerS, s.PodScrapesPerS, kb, decisions(s.Decisions))
 		}
 		b.WriteString("\n")
 	}

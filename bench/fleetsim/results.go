@@ -44,16 +44,22 @@ type ParamsJSON struct {
 	StreamShare     float64 `json:"stream_share"`
 	ProxyOverheadUs float64 `json:"proxy_overhead_us"`
 	RelayUs         float64 `json:"relay_us"`
+	StuckProbePods  int     `json:"stuck_probe_pods,omitempty"`
+	StuckProbeMs    float64 `json:"stuck_probe_delay_ms,omitempty"`
 }
 
 func paramsJSON(p Params) ParamsJSON {
 	us := func(d interface{ Microseconds() int64 }) float64 { return float64(d.Microseconds()) }
-	return ParamsJSON{
+	j := ParamsJSON{
 		RTTUs: us(p.RTT), ProbeServiceUs: us(p.ProbeService), ProbeSigma: p.ProbeSigma,
 		ProbeTailP: p.ProbeTailP, ProbeTailMs: us(p.ProbeTail) / 1000, ScrapeRenderMs: us(p.ScrapeRender) / 1000,
 		ScrapeBytes: p.ScrapeBytes, ProbeBytes: p.ProbeBytes, ORCABytes: p.ORCABytes, StreamShare: p.StreamShare,
 		ProxyOverheadUs: us(p.ProxyOverhead), RelayUs: us(p.Relay),
 	}
+	if p.StuckProbePods > 0 {
+		j.StuckProbePods, j.StuckProbeMs = p.StuckProbePods, us(p.StuckProbeDelay)/1000
+	}
+	return j
 }
 
 // ScenarioResult is one (workload, pods, replicas, load) point.

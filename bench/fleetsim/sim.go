@@ -36,6 +36,14 @@ type Config struct {
 	// loops at a seeded phase of their first interval, as replicas started
 	// at different times would.
 	Lockstep bool
+	// PodSlowdown, when set, multiplies pod i's step durations by
+	// PodSlowdown[i] on top of Slowdown (a hetero fleet: 2 for a pod 2x
+	// slower; 0 or 1 for a normal one).
+	PodSlowdown []float64
+	// Record, when set, is called with every measured request as it
+	// finishes, with every pod's state at its arrival (analysis runs: the
+	// snapshot replays each pod's engine forward, which is slow).
+	Record func(*Record)
 }
 
 // sim is the state of one run. It is driven by one goroutine.
@@ -52,6 +60,21 @@ type sim struct {
 	srcDone  bool
 	inflight int
 	m        *metrics
+	// probeDelay, when set (tests), adds to the round trip of every probe
+	// to a pod.
+	probeDelay func(pod int32) time.Duration
+}
+
+// probeLatency draws the round trip of one probe to pod.
+func (s *sim) probeLatency(pod int32, rng *rand.Rand) time.Duration {
+	d := s.params.probeLatency(rng)
+	if int(pod) >= len(s.pods)-s.params.StuckProbePods {
+		d += s.params.StuckProbeDelay
+	}
+	if s.probeDelay != nil {
+		d += s.probeDelay(pod)
+	}
+	return d
 }
 
 // Run simulates cfg and returns its measurements.
@@ -79,7 +102,11 @@ func newSim(cfg Config) (*sim, error) {
 		addrs[i] = fmt.Sprintf("10.%d.%d.%d:8000", i>>16&0xff, i>>8&0xff, i&0xff)
 		pc := cfg.Sim
 		pc.Seed = int64(cfg.Seed)*100003 + int64(i)
-		p, err := newPod(i, pc, cfg.Slowdown)
+		slow := cfg.Slowdown
+		if i < len(cfg.PodSlowdown) && cfg.PodSlowdown[i] > 1 {
+			slow *= cfg.PodSlowdown[i]
+		}
+		p, err := newPod(i, pc, slow)
 		if err != nil {
 			return nil, err
 		}
@@ -160,6 +187,8 @@ func (s *sim) loop() error {
 			s.scrapeIssue(int(e.a), int(e.b))
 		case evScrapeDeliver:
 			s.scrapeDeliver(int(e.a), int(e.b))
+		case evProbeLand:
+			s.replicas[e.a].prober.land(e.b)
 		case evWindow:
 			s.m.closeWindow(s)
 			if s.now < s.cfg.Duration {
@@ -178,12 +207,15 @@ func (s *sim) arrivalsPending() bool { return !s.srcDone }
 // arrive routes r at its replica and forwards it.
 func (s *sim) arrive(r *request) {
 	rep := s.replicas[r.replica]
+	if s.cfg.Record != nil && s.m.measured(r) {
+		s.snapshot(r)
+	}
 	pod, wait, ok := rep.pick(r)
 	if !ok {
 		s.m.failed(r)
 		return
 	}
-	r.pod = pod
+	r.pod, r.wait = pod, wait
 	s.inflight++
 	s.m.landed(pod, s.now)
 	s.q.push(event{at: s.now + wait + s.params.ProxyOverhead + s.params.RTT/2, kind: evPodArrive, req: r})
@@ -227,6 +259,14 @@ func (s *sim) proxyFinish(r *request) {
 	rep.finish(r, orca)
 	s.inflight--
 	s.m.done(r, s.now+s.params.Relay-r.sent)
+	if s.cfg.Record != nil && r.snap != nil {
+		rec := &Record{At: r.sent, Prompt: r.job.Prompt.Tokens, Out: r.job.MaxTokens, Replica: int(r.replica), Pod: int(r.pod),
+			TTFT: r.ttft, Pods: r.snap, SlowPod: make([]bool, len(s.pods))}
+		for i := range s.pods {
+			rec.SlowPod[i] = i < len(s.cfg.PodSlowdown) && s.cfg.PodSlowdown[i] > 1
+		}
+		s.cfg.Record(rec)
+	}
 }
 
 // podProbed counts one probe received by pod (while arrivals last).

@@ -56,7 +56,11 @@ type Options struct {
 	// requests per second), 64 pods, 1 and 8 replicas, loads from 0.1 to
 	// 0.95, for cached, cached_adaptive and probe.
 	Crossover bool
-	Params    Params
+	// H100 runs the grid on H100-sized pods (H100Sim, no slowdown: tens
+	// of requests per second per pod, as the crossover series) instead of
+	// the bench's 4-seat pods.
+	H100   bool
+	Params Params
 	// Log, if set, gets one line per run.
 	Log io.Writer
 	// Progress, if set, is called after each scenario with the results so
@@ -101,6 +105,7 @@ type point struct {
 	load     float64
 	dur      time.Duration
 	strats   []string
+	h100     bool // H100Sim pods (their capacity is keyed apart)
 }
 
 // Sweep runs o's scenarios and returns results.json's content and each
@@ -112,14 +117,18 @@ func Sweep(o Options) (*Results, []Timing, error) {
 	if o.Workload.Name == "" {
 		o.Workload = LognormalWorkload()
 	}
+	gridSim, gridSlowdown := PodSim(o.Workload), BenchSlowdown
+	if o.H100 {
+		gridSim, gridSlowdown = H100Sim(), 1
+	}
 	res := &Results{Seed: o.Seed, Quick: o.Quick, Model: paramsJSON(o.Params),
-		Fleet: FleetJSON{MaxNumSeqs: PodSim(o.Workload).MaxNumSeqs, Slowdown: BenchSlowdown}, PodCapacityRPS: map[string]float64{}}
+		Fleet: FleetJSON{MaxNumSeqs: gridSim.MaxNumSeqs, Slowdown: gridSlowdown}, PodCapacityRPS: map[string]float64{}}
 	var pts []point
 	// The cheap series first: an interrupted sweep keeps them.
 	if o.Crossover {
 		for _, r := range []int{1, 8} {
 			for _, l := range []float64{0.1, 0.3, 0.5, 0.8, 0.95} {
-				pts = append(pts, point{name: "crossover", w: UniformWorkload(), sim: H100Sim(), slowdown: 1, pods: 64, reps: r, load: l, dur: o.Duration,
+				pts = append(pts, point{name: "crossover", h100: true, w: UniformWorkload(), sim: H100Sim(), slowdown: 1, pods: 64, reps: r, load: l, dur: o.Duration,
 					strats: []string{bench.Cached, bench.CachedAdaptive, bench.Probe}})
 			}
 		}
@@ -127,7 +136,7 @@ func Sweep(o Options) (*Results, []Timing, error) {
 	for _, n := range o.Pods {
 		for _, r := range o.Replicas {
 			for _, l := range o.Loads {
-				pts = append(pts, point{w: o.Workload, sim: PodSim(o.Workload), slowdown: BenchSlowdown, pods: n, reps: r, load: l, dur: o.Duration, strats: o.Strategies})
+				pts = append(pts, point{w: o.Workload, sim: gridSim, slowdown: gridSlowdown, h100: o.H100, pods: n, reps: r, load: l, dur: o.Duration, strats: o.Strategies})
 			}
 		}
 	}
@@ -138,12 +147,12 @@ func Sweep(o Options) (*Results, []Timing, error) {
 		}
 	}
 	if o.Headline > 0 {
-		pts = append(pts, point{name: "headline", w: o.Workload, sim: PodSim(o.Workload), slowdown: BenchSlowdown, pods: maxN, reps: maxR, load: 0.8, dur: o.Headline, strats: o.HeadlineStrategies})
+		pts = append(pts, point{name: "headline", w: o.Workload, sim: gridSim, slowdown: gridSlowdown, h100: o.H100, pods: maxN, reps: maxR, load: 0.8, dur: o.Headline, strats: o.HeadlineStrategies})
 	}
 	var timings []Timing
 	for _, pt := range pts {
 		capKey := pt.w.Name
-		if pt.name == "crossover" {
+		if pt.h100 {
 			capKey += "_h100"
 		}
 		capPod, ok := res.PodCapacityRPS[capKey]
@@ -162,9 +171,13 @@ func Sweep(o Options) (*Results, []Timing, error) {
 		rate := pt.load * capPod * float64(pt.pods)
 		sc := ScenarioResult{Name: name, Params: ScenarioParams{Workload: pt.w.Name, Pods: pt.pods, Replicas: pt.reps, Load: pt.load,
 			RateRPS: round(rate), DurationS: pt.dur.Seconds(), WarmupS: o.Warmup.Seconds(), Arrivals: arrivalsOf(pt.w)}}
+		var jobs []Job
+		if pt.w.Name == PrefixName {
+			jobs = PrefixJobs(rate, pt.dur, o.Seed, blockSize(pt.sim))
+		}
 		for _, s := range pt.strats {
 			cfg := Config{Pods: pt.pods, Replicas: pt.reps, Strategy: s, Workload: pt.w, Rate: rate, Duration: pt.dur, Warmup: o.Warmup,
-				Sim: pt.sim, Slowdown: pt.slowdown, Params: o.Params, Seed: uint64(o.Seed)}
+				Sim: pt.sim, Slowdown: pt.slowdown, Params: o.Params, Seed: uint64(o.Seed), Jobs: jobs}
 			m, t, err := measure(name+"/"+s, cfg)
 			if err != nil {
 				return nil, nil, err
@@ -187,6 +200,14 @@ func Sweep(o Options) (*Results, []Timing, error) {
 		}
 	}
 	return res, timings, nil
+}
+
+// blockSize is the KV block size of pods with engine configuration c.
+func blockSize(c vllmsim.Config) int {
+	if c.BlockSize > 0 {
+		return c.BlockSize
+	}
+	return vllmsim.DefaultConfig().BlockSize
 }
 
 func arrivalsOf(w Workload) string {

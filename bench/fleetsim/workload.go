@@ -14,6 +14,11 @@ type Job struct {
 	At        time.Duration
 	Prompt    vllmsim.Prompt
 	MaxTokens int // exact output length (ignore_eos, as the bench sends)
+	// Text, when set, is the prompt's text: the replica reads the request's
+	// routing fields (prefix block hashes included) from a completion body
+	// holding it, as the proxy does, and Prompt hashes it for the pods'
+	// prefix caches.
+	Text string
 }
 
 // Workload draws request sizes and arrival gaps: the bench's size
@@ -146,6 +151,38 @@ func BenchJobs(sizes string, rate float64, dur time.Duration, seed int64, blockS
 			p = vllmsim.HashText(blockSize, "", "", r.Prompt)
 		}
 		jobs[i] = Job{At: r.At, Prompt: p, MaxTokens: r.MaxTokens}
+	}
+	return jobs
+}
+
+// PrefixName is the name of PrefixWorkload.
+const PrefixName = "prefix"
+
+// PrefixWorkload is the live bench's prefix scenario as a sweep workload
+// (-workload prefix): UniformWorkload's pods and output sizes, its jobs
+// drawn by PrefixJobs (prompt texts sharing 8 system prompts) for each run,
+// so that replicas route on prefix hashes and pods hit their prefix caches.
+func PrefixWorkload() Workload {
+	w := UniformWorkload()
+	w.Name = PrefixName
+	return w
+}
+
+// PrefixJobs is the live bench's prefix scenario's request sequence for a
+// run at rate for dur with seed: 8 shared system prompts of 3,000
+// characters, each request one of them plus 200-600 characters of its own,
+// 16-48 output tokens (bench.Workload.Build, as bench.Run draws it), with
+// each prompt's text, so that replicas route on prefix hashes and pods
+// hit their prefix caches.
+func PrefixJobs(rate float64, dur time.Duration, seed int64, blockSize int) []Job {
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x73636864))
+	arr := bench.Arrivals([]bench.Segment{{Rate: rate, Dur: dur}}, 1, rng)
+	w := bench.Workload{Model: vllmsim.DefaultConfig().Model, PromptChars: [2]int{200, 600}, MaxTokens: [2]int{16, 48},
+		Sizes: bench.SizesUniform, MaxModelLen: 8192, SystemPrompt: 8, SystemChars: 3000}
+	reqs := w.Build(arr, nil, uint64(seed))
+	jobs := make([]Job, len(reqs))
+	for i, r := range reqs {
+		jobs[i] = Job{At: r.At, Prompt: vllmsim.HashText(blockSize, "", "", r.Prompt), MaxTokens: r.MaxTokens, Text: r.Prompt}
 	}
 	return jobs
 }

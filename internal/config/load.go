@@ -22,6 +22,10 @@ type LoadModel struct {
 	// RunningWeight: what one request past its prefill (decoding, holding
 	// a batch seat) counts, in requests of the mean prompt. Default 1.
 	RunningWeight float64 `yaml:"running_weight"`
+	// WaitingWeight: what one request not yet past its prefill (queued for
+	// a batch seat, or prefilling) counts, in requests, on top of its
+	// prefill work. Default 0.
+	WaitingWeight float64 `yaml:"waiting_weight"`
 	// LearnSpeed: scale each backend's expected time to first token by its
 	// learned time per prompt token (a slow server looks slow). Default true.
 	LearnSpeed bool `yaml:"learn_speed"`
@@ -29,6 +33,12 @@ type LoadModel struct {
 	// it (no ignore_eos) before the per-model estimate has samples; capped
 	// by the request's max_tokens. Default 128.
 	DefaultOutputTokens int `yaml:"default_output_tokens"`
+	// SpeedBand: in requests mode, a backend whose learned time per prompt
+	// token is more than SpeedBand times the candidates' mean (or less
+	// than its inverse) has its queue scaled by that ratio: (queue + 1) x
+	// ratio - 1, the expected time to first token in requests of a
+	// mean-speed backend. 0 turns it off (and learn_speed false too).
+	SpeedBand float64 `yaml:"speed_band"`
 }
 
 func defaultLoad() LoadModel {
@@ -39,5 +49,9 @@ func (v *checker) load(l LoadModel) {
 	v.oneOf("route.load.mode", l.Mode, LoadTokens, LoadRequests)
 	v.weight("route.load.decode_weight", l.DecodeWeight)
 	v.weight("route.load.running_weight", l.RunningWeight)
+	v.weight("route.load.waiting_weight", l.WaitingWeight)
 	v.atLeast("route.load.default_output_tokens", int64(l.DefaultOutputTokens), 1)
+	if l.SpeedBand != 0 && l.SpeedBand < 1 {
+		v.add("route.load.speed_band", "must be 0 (off) or at least 1, got %v", l.SpeedBand)
+	}
 }

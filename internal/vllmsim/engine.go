@@ -468,3 +468,36 @@ func (e *Engine) State() State {
 		Now:           e.now.Seconds(),
 	}
 }
+
+// ReqWork is one queued or running request's progress, as Engine.Each
+// reports it: what a perfectly informed router could know about a server.
+type ReqWork struct {
+	Running  bool // in the running batch (else waiting, in FCFS order)
+	Tokens   int  // prompt tokens plus tokens generated so far
+	Computed int  // tokens whose KV is computed (prefill progress)
+	Output   int  // tokens generated so far
+	Target   int  // tokens it will generate
+}
+
+// Each calls f for every running request in admission order, then every
+// waiting one in queue order. It reads the engine's state as of its last
+// step (which, while a step is in flight, already includes that step's
+// progress: the step ends at Now).
+func (e *Engine) Each(f func(ReqWork)) {
+	for _, r := range e.running {
+		f(ReqWork{Running: true, Tokens: r.numTokens(), Computed: r.numComputed, Output: r.output, Target: r.target})
+	}
+	for _, r := range e.waiting {
+		f(ReqWork{Tokens: r.numTokens(), Computed: r.numComputed, Output: r.output, Target: r.target})
+	}
+}
+
+// Slowdown is the step-duration multiplier set by SetSlowdown (1: none).
+func (e *Engine) Slowdown() float64 { return e.slowdown }
+
+// CachedTokens is how many leading tokens of p the prefix cache holds now
+// (whole blocks), as admission would find them. It changes nothing.
+func (e *Engine) CachedTokens(p Prompt) int {
+	hits, _ := e.kv.probe(p.BlockHashes, len(p.BlockHashes))
+	return hits * e.cfg.BlockSize
+}

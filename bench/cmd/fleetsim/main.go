@@ -32,6 +32,9 @@ func main() {
 	crossover := fs.Bool("crossover", true, "run the pod-side cost series (ignored with -quick)")
 	validate := fs.Bool("validate", false, "replay the live bench's replicas scenario (8 pods, R 1/4/8) instead of the sweep")
 	live := fs.String("live", "", "with -validate: comma-separated live bench results.json files (their seeds and capacities set the replayed runs)")
+	workload := fs.String("workload", "lognormal", "the grid's requests: lognormal (the bench's default sizes, fitted to the Azure code trace), uniform, or prefix (the live bench's prefix scenario: uniform sizes behind 8 shared 3,000-character system prompts)")
+	h100 := fs.Bool("h100", false, "run the grid on H100-sized pods (256 seats, no slowdown: tens of requests/s per pod) instead of the bench's 4-seat pods")
+	stuck := fs.Int("stuck-probe-pods", 0, "pods (the last ones) whose every probe answers 50 ms late, past probe.deadline (a stuck metrics endpoint)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (read with go tool pprof)")
 	_ = fs.Parse(os.Args[1:])
 
@@ -63,7 +66,17 @@ func main() {
 		return
 	}
 	o := fleetsim.DefaultOptions(*quick)
-	o.Seed, o.Log = *seed, os.Stderr
+	o.Seed, o.Log, o.H100 = *seed, os.Stderr, *h100
+	o.Params.StuckProbePods = *stuck
+	switch *workload {
+	case "lognormal":
+	case "uniform":
+		o.Workload = fleetsim.UniformWorkload()
+	case "prefix":
+		o.Workload = fleetsim.PrefixWorkload()
+	default:
+		fail(fmt.Errorf("unknown workload %q", *workload))
+	}
 	if *dur > 0 {
 		o.Duration = *dur
 	}

@@ -1,0 +1,244 @@
+// Command ttftwhy asks, per request, what sets the TTFT tail of a trace
+// replay on a hetero fleet: it replays the trace through bench/fleetsim (the
+// production pickers in virtual time) for each strategy and, for the
+// requests in the top 1% of TTFT, reports their prompt sizes, the pod they
+// went to (the slow one?), the work queued there when they were dispatched,
+// what the router's cache said, and the TTFT the best pod would have given
+// them had nothing else arrived (the fleetsim oracle_sim's estimate): the
+// part of the tail no routing could have avoided. Analysis only: runs are
+// deterministic for a seed and need no bench lock (virtual time).
+//
+//	go run ./bench/cmd/ttftwhy -trace ../shared/traces/azure_code_2023.csv -duration 600s -seeds 3
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/probegate/probegate/bench"
+	"github.com/probegate/probegate/bench/fleetsim"
+	"github.com/probegate/probegate/internal/vllmsim"
+)
+
+func main() {
+	trace := flag.String("trace", "", "trace (Azure schema); empty: the bench's committed slice")
+	rate := flag.Float64("rate", 8.1, "offered requests/s (the live bench's trace_hetero at -trace-load 0.7: 0.7 x 11.6)")
+	dur := flag.Duration("duration", 300*time.Second, "simulated arrival time per seed")
+	warm := flag.Duration("warmup", 10*time.Second, "arrivals before this are not measured")
+	seeds := flag.Int("seeds", 3, "seeds 1..N")
+	pods := flag.Int("pods", 4, "pods")
+	slow := flag.Float64("slowdown", 2, "the last pod's slowdown (1: homogeneous)")
+	reps := flag.String("replicas", "1,8", "replica counts")
+	strats := flag.String("strategies", "least_inflight,cached,probe,probe_tokens,cached_tokens,oracle,oracle_nospeed,oracle_ttft,oracle_sim", "strategies")
+	window := flag.Duration("window", 20*time.Second, "window of the per-window p99s (the live bench's run length)")
+	top := flag.Float64("top", 1, "the tail analysed, in percent of requests")
+	offset := flag.Duration("offset", 3*time.Minute, "trace time of the first replayed row (the live bench's -trace-offset)")
+	sizes := flag.String("workload", "trace", "trace (the calibrated replay, seed k the k-th window), lognormal (Poisson arrivals, the bench's default sizes: steady_80 is 8 pods, -slowdown 1, -rate 18) or prefix (the bench's prefix scenario: 8 pods, -slowdown 1, -rate 48.6)")
+	flag.Parse()
+
+	w, err := fleetsim.TraceWorkload(*trace)
+	if err != nil {
+		fail(err)
+	}
+	switch *sizes {
+	case "lognormal":
+		w = fleetsim.LognormalWorkload()
+	case "prefix":
+		w = fleetsim.UniformWorkload()
+	}
+	sim := fleetsim.PodSim(w)
+	if sim.BlockSize == 0 {
+		sim.BlockSize = vllmsim.DefaultConfig().BlockSize
+	}
+	ps := make([]float64, *pods)
+	ps[*pods-1] = *slow
+	for _, rs := range strings.Split(*reps, ",") {
+		var r int
+		fmt.Sscan(rs, &r)
+		fmt.Printf("\n## R=%d, %d pods (pod %d %gx slow), %.2f req/s, %v x %d seeds\n\n", r, *pods, *pods-1, *slow, *rate, *dur, *seeds)
+		fmt.Println("| strategy | n | p50 | p90 | p99 | p99 by seed | p99 of 20 s windows: median (min..max) | top: on slow pod | top: prompt p50 | top: queued tokens at pod p50 | top: waiting at pod p50 | top: whatif at its pod / TTFT | top: best pod's whatif / TTFT p50 | top: best whatif > p99 (unavoidable) | all: on slow pod |")
+		fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+		for _, st := range strings.Split(*strats, ",") {
+			var recs []*fleetsim.Record
+			var bySeed []string
+			var winP99 []float64
+			for k := 1; k <= *seeds; k++ {
+				var sr []*fleetsim.Record
+				var jobs []fleetsim.Job
+				switch *sizes {
+				case "trace":
+					jobs = traceJobs(w.Trace, *offset, int(*rate*dur.Seconds()), k, *dur)
+				case "prefix":
+					jobs = fleetsim.PrefixJobs(*rate, *dur, int64(k), sim.BlockSize)
+				}
+				cfg := fleetsim.Config{Jobs: jobs, Pods: *pods, Replicas: r, Strategy: st, Workload: w, Rate: *rate, Duration: *dur, Warmup: *warm,
+					Sim: sim, Slowdown: fleetsim.BenchSlowdown, Params: fleetsim.LoopbackParams(), Seed: uint64(k), PodSlowdown: ps,
+					Record: func(rec *fleetsim.Record) { sr = append(sr, rec) }}
+				if _, err := fleetsim.Run(cfg); err != nil {
+					fail(fmt.Errorf("%s seed %d: %w", st, k, err))
+				}
+				bySeed = append(bySeed, fmt.Sprintf("%.0f", bench.Percentile(ttfts(sr), 99)))
+				for t := *warm; t < *dur; t += *window {
+					var in []*fleetsim.Record
+					for _, rec := range sr {
+						if rec.At >= t && rec.At < t+*window {
+							in = append(in, rec)
+						}
+					}
+					if len(in) > 20 {
+						winP99 = append(winP99, bench.Percentile(ttfts(in), 99))
+					}
+				}
+				recs = append(recs, sr...)
+			}
+			all := ttfts(recs)
+			p99 := bench.Percentile(all, 99)
+			cut := bench.Percentile(all, 100-*top)
+			var tops []*fleetsim.Record
+			for _, rec := range recs {
+				if ms(rec.TTFT) >= cut {
+					tops = append(tops, rec)
+				}
+			}
+			var onSlow, allSlow, unavoid, topHit, allHit float64
+			for _, rec := range recs {
+				if rec.Pods[rec.Pod].Cached > 0 {
+					allHit++
+				}
+			}
+			for _, rec := range tops {
+				if rec.Pods[rec.Pod].Cached > 0 {
+					topHit++
+				}
+			}
+			if *sizes == "prefix" {
+				var q, qa []float64
+				for _, rec := range tops {
+					q = append(q, float64(rec.Pods[rec.Pod].Running+rec.Pods[rec.Pod].Waiting))
+				}
+				for _, rec := range recs {
+					qa = append(qa, float64(rec.Pods[rec.Pod].Running+rec.Pods[rec.Pod].Waiting))
+				}
+				fmt.Fprintf(os.Stderr, "%s R=%d: pod held the prefix: top %.0f%%, all %.0f%%; true queue at the pod: top p50 %.0f, all p50 %.0f p90 %.0f\n",
+					st, r, 100*topHit/float64(len(tops)), 100*allHit/float64(len(recs)), med(q), med(qa), bench.Percentile(qa, 90))
+			}
+			var prompt, queued, waiting, own, best []float64
+			for _, rec := range recs {
+				if rec.SlowPod[rec.Pod] {
+					allSlow++
+				}
+			}
+			for _, rec := range tops {
+				if rec.SlowPod[rec.Pod] {
+					onSlow++
+				}
+				sn := rec.Pods[rec.Pod]
+				prompt = append(prompt, float64(rec.Prompt))
+				queued = append(queued, float64(sn.AheadTokens))
+				waiting = append(waiting, float64(sn.Waiting))
+				own = append(own, ms(sn.Whatif)/ms(rec.TTFT))
+				b := sn.Whatif
+				for _, o := range rec.Pods {
+					b = min(b, o.Whatif)
+				}
+				best = append(best, ms(b)/ms(rec.TTFT))
+				if ms(b) >= p99 {
+					unavoid++
+				}
+			}
+			// The replica's learned speed of the last (slow) pod over the
+			// others' mean, at each arrival (once all are learned).
+			var ratio []float64
+			for _, rec := range recs {
+				sum, n, sl := 0.0, 0, 0.0
+				for i, sn := range rec.Pods {
+					if i == len(rec.Pods)-1 {
+						sl = sn.ViewNs
+					} else if sn.ViewNs > 0 {
+						sum += sn.ViewNs
+						n++
+					}
+				}
+				if sl > 0 && n > 0 {
+					ratio = append(ratio, sl/(sum/float64(n)))
+				}
+			}
+			if len(ratio) > 0 {
+				fmt.Fprintf(os.Stderr, "%s R=%d: learned ns last pod/others p10 %.2f p50 %.2f p90 %.2f\n", st, r, bench.Percentile(ratio, 10), bench.Percentile(ratio, 50), bench.Percentile(ratio, 90))
+			}
+			slices.Sort(winP99)
+			n := float64(len(tops))
+			fmt.Printf("| %s | %d | %.0f | %.0f | **%.0f** | %s | %.0f (%.0f..%.0f) | %.0f%% | %.0f | %.0f | %.0f | %.2f | %.2f | %.0f%% | %.0f%% |\n",
+				st, len(all), bench.Percentile(all, 50), bench.Percentile(all, 90), p99, strings.Join(bySeed, ", "),
+				bench.Percentile(winP99, 50), winP99[0], winP99[len(winP99)-1],
+				100*onSlow/n, med(prompt), med(queued), med(waiting), med(own), med(best), 100*unavoid/n, 100*allSlow/float64(len(recs)))
+		}
+	}
+}
+
+// traceJobs is the live bench's calibrated replay (bench trace scenario):
+// seed k replays the k-th run of n consecutive rows from the first at
+// offset, wrapping, their gaps scaled by one factor to span dur.
+func traceJobs(rows []bench.TraceRow, offset time.Duration, n, seed int, dur time.Duration) []fleetsim.Job {
+	first := 0
+	for i, r := range rows {
+		if r.At >= offset {
+			first = i
+			break
+		}
+	}
+	run := make([]bench.TraceRow, n)
+	for i := range run {
+		run[i] = rows[(first+(seed-1)*n+i)%len(rows)]
+	}
+	mean := bench.TraceDuration(rows) / time.Duration(len(rows)-1)
+	gaps := make([]time.Duration, n)
+	var total time.Duration
+	for i := 1; i < n; i++ {
+		g := run[i].At - run[i-1].At
+		if g < 0 {
+			g = mean
+		}
+		gaps[i] = g
+		total += g
+	}
+	scale := float64(dur) * float64(n-1) / float64(n) / float64(total)
+	jobs := make([]fleetsim.Job, n)
+	var at time.Duration
+	for i, r := range run {
+		at += gaps[i]
+		p, o := r.Prompt, r.Output
+		if p+o > fleetsim.BenchMaxModelLen {
+			o = max(fleetsim.BenchMaxModelLen-p, 1)
+			p = min(p, fleetsim.BenchMaxModelLen-o)
+		}
+		jobs[i] = fleetsim.Job{At: time.Duration(float64(at) * scale), Prompt: vllmsim.Prompt{Tokens: p}, MaxTokens: o}
+	}
+	return jobs
+}
+
+func ttfts(rs []*fleetsim.Record) []float64 {
+	out := make([]float64, len(rs))
+	for i, r := range rs {
+		out[i] = ms(r.TTFT)
+	}
+	return out
+}
+
+func med(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	return bench.Percentile(xs, 50)
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "ttftwhy:", err)
+	os.Exit(1)
+}
