@@ -47,8 +47,13 @@ var AllStrategies = []string{RoundRobin, Random, LeastInflight, Cached, CachedAd
 // route.load.decode_weight 0 and 4), probe_nospeed, cached_tokens_nospeed,
 // oracle_nospeed (tokens mode with route.load.learn_speed false),
 // probe_speed, cached_speed, oracle_speed (requests mode with
-// route.load.speed_band 1.25), probe_speed1 (speed_band 1: no band).
-var ExtraStrategies = []string{"probe_d3", "probe_d2q2", "probe_d3q3", "probe_d4q2", "probe_d4q4", "probe_d8q8", "probe_q2", "probe_load", "probe_jsq", "oracle_jsq", "probe_requests", "cached_tokens", "probe_tokens", "probe_dw0", "probe_dw4", "probe_nospeed", "cached_tokens_nospeed", "oracle_nospeed", "probe_speed", "probe_speed1", "cached_speed", "oracle_speed", "probe_tokens_w1", "cached_tokens_w1"}
+// route.load.speed_band 1.25), probe_speed1 (speed_band 1: no band),
+// probe_tokens_w1, cached_tokens_w1 (tokens mode with
+// route.load.waiting_weight 1, its default since session 4 of issue 13:
+// the same as probe_tokens and cached_tokens now), probe_tokens_w1_nospeed
+// (and learn_speed false), probe_tokens_w0 (waiting_weight 0, the
+// behaviour of probe_tokens before).
+var ExtraStrategies = []string{"probe_d3", "probe_d2q2", "probe_d3q3", "probe_d4q2", "probe_d4q4", "probe_d8q8", "probe_q2", "probe_load", "probe_jsq", "oracle_jsq", "probe_requests", "cached_tokens", "probe_tokens", "probe_dw0", "probe_dw4", "probe_nospeed", "cached_tokens_nospeed", "oracle_nospeed", "probe_speed", "probe_speed1", "cached_speed", "oracle_speed", "probe_tokens_w1", "cached_tokens_w1", "probe_tokens_w1_nospeed", "probe_tokens_w0"}
 
 // isProbe reports whether s decides on synchronous probes.
 func isProbe(s string) bool { return strings.HasPrefix(s, Probe) }
@@ -130,6 +135,10 @@ func StrategyConfig(s string, urls []string) (*config.Config, error) {
 		cfg.Route.Load.LearnSpeed = false
 	case "probe_tokens_w1":
 		cfg.Route.Load.Mode, cfg.Route.Load.WaitingWeight = config.LoadTokens, 1
+	case "probe_tokens_w0":
+		cfg.Route.Load.Mode, cfg.Route.Load.WaitingWeight = config.LoadTokens, 0
+	case "probe_tokens_w1_nospeed":
+		cfg.Route.Load.Mode, cfg.Route.Load.WaitingWeight, cfg.Route.Load.LearnSpeed = config.LoadTokens, 1, false
 	case "probe_speed":
 		cfg.Route.Load.SpeedBand = 1.25
 	case "probe_speed1":

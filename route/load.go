@@ -20,7 +20,7 @@ import (
 //	work    = ahead + own prefill (prompt tokens minus the blocks the
 //	          backend is believed to have cached) + DecodeWeight x this
 //	          proxy's expected output tokens in flight there
-//	queue   = RunningWeight x running
+//	queue   = RunningWeight x running + WaitingWeight x waiting
 //	          + work x the backend's learned ns per token (the candidates'
 //	            mean when not learned yet) / (reference ns x mean prompt)
 //
@@ -92,7 +92,9 @@ func (m *LoadModel) BriefQueue(v *probe.Brief, in *LoadInput) float64 {
 		waiting = max(waiting, float64(v.Waiting))
 	}
 	// Requests past their prefill hold batch seats and KV blocks until
-	// they finish: each counts as RunningWeight of a request.
+	// they finish: each counts as RunningWeight of a request. A request
+	// not past it needs a seat too (its prefill tokens alone make a short
+	// prompt behind a cached prefix look nearly free): WaitingWeight.
 	running := max(v.Queue-waiting, 0)
 	ns := v.NsPerToken
 	if ns <= 0 || m.IgnoreSpeed {

@@ -24,7 +24,8 @@ type LoadModel struct {
 	RunningWeight float64 `yaml:"running_weight"`
 	// WaitingWeight: what one request not yet past its prefill (queued for
 	// a batch seat, or prefilling) counts, in requests, on top of its
-	// prefill work. Default 0.
+	// prefill work (tokens mode). Default 1: it needs a batch seat as a
+	// running request holds one (bench/README.md, issue 13 session 4).
 	WaitingWeight float64 `yaml:"waiting_weight"`
 	// LearnSpeed: scale each backend's expected time to first token by its
 	// learned time per prompt token (a slow server looks slow). Default true.
@@ -42,7 +43,7 @@ type LoadModel struct {
 }
 
 func defaultLoad() LoadModel {
-	return LoadModel{Mode: LoadRequests, DecodeWeight: 0, RunningWeight: 1, LearnSpeed: true, DefaultOutputTokens: 128}
+	return LoadModel{Mode: LoadRequests, DecodeWeight: 0, RunningWeight: 1, WaitingWeight: 1, LearnSpeed: true, DefaultOutputTokens: 128}
 }
 
 func (v *checker) load(l LoadModel) {
