@@ -78,15 +78,19 @@ var _ route.Prober = (*vprober)(nil)
 
 // probeRules switches the prober's two skip rules, for comparison runs
 // (strategy suffixes _noswr, _noslow, _norules); production runs both.
+// slowKnown (suffix _slowknown) is not production's rule: a candidate
+// skipped as slow counts towards the quorum, on its cached state, as a
+// recent one does (production needs a spare's answer in its place).
 type probeRules struct {
-	noSWR, noSlow bool
+	noSWR, noSlow, slowKnown bool
 }
 
-// Strategy suffixes that switch probe rules off (fleetsim only).
+// Strategy suffixes that switch probe rules (fleetsim only).
 const (
-	suffixNoSWR   = "_noswr"
-	suffixNoSlow  = "_noslow"
-	suffixNoRules = "_norules"
+	suffixNoSWR     = "_noswr"
+	suffixNoSlow    = "_noslow"
+	suffixNoRules   = "_norules"
+	suffixSlowKnown = "_slowknown"
 )
 
 // splitRules strips a rules suffix from strategy: the bench strategy and the
@@ -99,6 +103,8 @@ func splitRules(strategy string) (string, probeRules) {
 		return strings.TrimSuffix(strategy, suffixNoSWR), probeRules{noSWR: true}
 	case strings.HasSuffix(strategy, suffixNoSlow):
 		return strings.TrimSuffix(strategy, suffixNoSlow), probeRules{noSlow: true}
+	case strings.HasSuffix(strategy, suffixSlowKnown):
+		return strings.TrimSuffix(strategy, suffixSlowKnown), probeRules{slowKnown: true}
 	}
 	return strategy, probeRules{}
 }
@@ -187,6 +193,9 @@ func (p *vprober) Run(_ context.Context, cands, spares []*probe.State) probe.Res
 		res.SkippedSlow++
 		p.stats.SkippedSlow++
 		p.refresh(pod, t0+now, t0+deadline)
+		if p.rules.slowKnown {
+			known++
+		}
 		return true
 	}
 	for i, st := range cands {

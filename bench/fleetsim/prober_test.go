@@ -218,3 +218,35 @@ func TestRecentReportsAtHighRate(t *testing.T) {
 		t.Errorf("without the rule: %v skipped_recent per request; decision wait mean %v with the rule, %v without", off.SkippedRecentPerRequest, on.DecisionWait.Mean, off.DecisionWait.Mean)
 	}
 }
+
+// The _slowknown variant (not production's rule) counts a candidate
+// skipped as slow towards the quorum: with d 2 and quorum 2, the other
+// candidate's answer ends the Run, where production's rule hedges to a
+// spare for the missing answer.
+func TestSlowKnownVariant(t *testing.T) {
+	for _, strategy := range []string{bench.Probe, bench.Probe + suffixSlowKnown} {
+		s, r, st := bare(t, 4, strategy)
+		s.probeDelay = func(pod int32) time.Duration {
+			if pod == 0 {
+				return 50 * msec
+			}
+			return 0
+		}
+		run(r, st[:2], st[2:])
+		advance(s, 10*msec) // pod 0's probe missed its deadline at 5 ms
+		res := run(r, st[:2], st[2:])
+		if res.SkippedSlow != 1 {
+			t.Fatalf("%s: %+v; want pod 0 skipped", strategy, res)
+		}
+		if known := strategy != bench.Probe; known != (res.Hedged == 0) || res.Answered != 2-btoi(known) {
+			t.Errorf("%s: %+v; want a hedge only without _slowknown", strategy, res)
+		}
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
