@@ -16,7 +16,14 @@ func (l clientListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &clientConn{Conn: c}, nil
+	return newClientConn(c, nil), nil
+}
+
+// newClientConn wraps socket c; pre is what was read from it already.
+func newClientConn(c net.Conn, pre []byte) *clientConn {
+	cc := &clientConn{Conn: c, pre: pre}
+	cc.raw.reset(c)
+	return cc
 }
 
 // clientConn is a client connection as fasthttp sees it. Once detached,
@@ -30,6 +37,7 @@ type clientConn struct {
 	net.Conn
 	detached atomic.Bool
 	pre      []byte
+	raw      rawSocket // reads and writes c.Conn where it can (see rawSocket)
 
 	// Its slot in the proxy's connSet while tracked.
 	tracked    atomic.Bool
@@ -42,7 +50,17 @@ func (c *clientConn) Read(b []byte) (int, error) {
 		c.pre = c.pre[n:]
 		return n, nil
 	}
+	if c.raw.ok() {
+		return c.raw.read(b)
+	}
 	return c.Conn.Read(b)
+}
+
+func (c *clientConn) Write(b []byte) (int, error) {
+	if c.raw.ok() {
+		return c.raw.write(b)
+	}
+	return c.Conn.Write(b)
 }
 
 // Close closes the socket unless the connection was detached.

@@ -244,7 +244,7 @@ func (p *Proxy) afterStream(s *bodyStream, pre []byte, keep bool) {
 		_ = raw.Close()
 		return
 	}
-	c := &clientConn{Conn: raw, pre: pre}
+	c := newClientConn(raw, pre)
 	p.trackConn(c, fasthttp.StateNew)
 	_ = p.server.ServeConn(c) // closes c and reports StateClosed when done
 }

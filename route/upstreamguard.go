@@ -52,11 +52,27 @@ type guardedConn struct {
 }
 
 // sockHolder is the current connection; tc and rec are set when it is TLS
-// (tc is Conn, over rec).
+// (tc is Conn, over rec). A plain TCP socket is read and written through
+// raw (see rawSocket).
 type sockHolder struct {
 	net.Conn
 	tc  *tls.Conn
 	rec *recordConn
+	raw rawSocket
+}
+
+func (h *sockHolder) read(p []byte) (int, error) {
+	if h.raw.ok() {
+		return h.raw.read(p)
+	}
+	return h.Conn.Read(p)
+}
+
+func (h *sockHolder) write(p []byte) (int, error) {
+	if h.raw.ok() {
+		return h.raw.write(p)
+	}
+	return h.Conn.Write(p)
 }
 
 func newGuardedConn(c net.Conn, dial func() (net.Conn, error)) *guardedConn {
@@ -73,6 +89,8 @@ func (g *guardedConn) use(c net.Conn) *sockHolder {
 		if rec, ok := tc.NetConn().(*recordConn); ok {
 			h.tc, h.rec, raw = tc, rec, rec.Conn
 		}
+	} else {
+		h.raw.reset(c)
 	}
 	old := g.sock.Swap(h)
 	g.peek.reset(raw)
@@ -106,7 +124,7 @@ func (g *guardedConn) Write(p []byte) (int, error) {
 			}
 		}
 	}
-	return g.cur().Write(p)
+	return g.sock.Load().write(p)
 }
 
 // unread reports whether the connection holds bytes no one read or its
@@ -131,7 +149,7 @@ func (g *guardedConn) redial() error {
 
 func (g *guardedConn) Read(p []byte) (int, error) {
 	h := g.sock.Load()
-	n, err := h.Read(p)
+	n, err := h.read(p)
 	if n > 0 {
 		g.writing = false
 		g.used = true
