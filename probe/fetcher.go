@@ -71,7 +71,8 @@ const (
 	DefaultFetchTimeout        = time.Second     // when ctx has no deadline
 )
 
-// HTTPFetcher fetches load over HTTP/1.1 with fasthttp, keeping one pooled
+// HTTPFetcher fetches load over HTTP/1.1 with fasthttp (over TLS for a
+// State made by NewHTTPSState), keeping one pooled
 // fasthttp.HostClient per backend (per State), created on first use. The
 // fetcher owns the transport; the State owns only load. The zero value is
 // ready to use; set the fields before the first Fetch and do not change
@@ -104,7 +105,11 @@ func (f *HTTPFetcher) hostClient(s *State) *fasthttp.HostClient {
 		return c.(*fasthttp.HostClient)
 	}
 	c := &fasthttp.HostClient{
-		Addr:                          s.addr,
+		Addr: s.addr,
+		// An https backend is probed over TLS like its requests: the
+		// system's roots, the host as server name (fasthttp's default
+		// TLS configuration, as the proxy's upstream client).
+		IsTLS:                         s.https,
 		Name:                          "probegate",
 		MaxConns:                      64,
 		MaxIdleConnDuration:           DefaultMaxIdleConnDuration,
@@ -158,6 +163,12 @@ func (f *HTTPFetcher) Fetch(ctx context.Context, s *State, ep Endpoint) (Load, e
 	defer fasthttp.ReleaseResponse(resp)
 	req.Header.SetMethod(fasthttp.MethodGet)
 	req.SetRequestURI(ep.Path())
+	if s.https {
+		// HostClient refuses a request whose scheme is not its own; the
+		// URI's host then becomes the Host header.
+		req.URI().SetScheme("https")
+		req.URI().SetHost(s.addr)
+	}
 	req.Header.SetHost(s.addr)
 	if ep == EndpointMetrics {
 		req.Header.Set(fasthttp.HeaderAccept, "text/plain")

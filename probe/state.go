@@ -15,7 +15,8 @@ import (
 // Inflight, Dispatched) takes no lock: it loads atomics and one
 // atomic.Pointer to an immutable report.
 type State struct {
-	addr string // "host:port", immutable
+	addr  string // "host:port", immutable
+	https bool   // spoken to over TLS, immutable
 
 	// Updated with atomic adds on every request this proxy sends.
 	dispatched atomic.Uint64
@@ -72,8 +73,15 @@ type report struct {
 // over plain HTTP), with no report and zero counters.
 func NewState(addr string) *State { return &State{addr: addr} }
 
+// NewHTTPSState is NewState for a backend spoken to over TLS (an https
+// URL): HTTPFetcher probes and scrapes it over TLS too.
+func NewHTTPSState(addr string) *State { return &State{addr: addr, https: true} }
+
 // Addr returns the backend's "host:port".
 func (s *State) Addr() string { return s.addr }
+
+// HTTPS reports whether the backend is spoken to over TLS.
+func (s *State) HTTPS() bool { return s.https }
 
 // Dispatch records that this proxy sent a request to the backend. Every
 // Dispatch must be followed by exactly one Finish.

@@ -118,7 +118,7 @@ func (p *Proxy) newBackend(addr, url string, tls bool, cfg *config.Config) *Back
 	b := &Backend{
 		addr:   addr,
 		url:    url,
-		state:  probe.NewState(addr),
+		state:  newState(addr, tls),
 		hc:     newHostClient(addr, tls, cfg.Upstream, conns),
 		conns:  conns,
 		prefix: newPrefixTable(cfg.Route.Prefix.EntriesPerBackend),
@@ -131,6 +131,15 @@ func (p *Proxy) newBackend(addr, url string, tls bool, cfg *config.Config) *Back
 		ev.Str("backend", name).Str("from", from.String()).Str("to", to.String()).Msg("breaker state changed")
 	})
 	return b
+}
+
+// newState returns the load state of the backend at addr, probed and
+// scraped over TLS when it is an https backend.
+func newState(addr string, https bool) *probe.State {
+	if https {
+		return probe.NewHTTPSState(addr)
+	}
+	return probe.NewState(addr)
 }
 
 // closeIdle closes b's idle upstream connections and, when the fetcher
