@@ -34,6 +34,11 @@ type OverheadOptions struct {
 	// each probegate target taken while wrk loads it
 	// (TARGET.cpu.pprof, TARGET.allocs.pprof).
 	ProfileDir string
+	// Pin places the load generators on one CPU and each target with its
+	// upstreams on the others (see PinInfo); the upstreams then run as
+	// child processes. Where that is impossible the run goes on unpinned
+	// and says why in Skipped.
+	Pin bool
 }
 
 // OverheadResult is the overhead scenario: a fast upstream behind each
@@ -50,6 +55,9 @@ type OverheadResult struct {
 	StreamsOpened int     `json:"streams_opened"`
 	RSSNote       string  `json:"rss_note,omitempty"`
 	Install       string  `json:"install"`
+	// Pin is the placement of a -pin run (nil: not pinned; every process
+	// may run on every CPU and the upstreams share this process).
+	Pin *PinInfo `json:"pin,omitempty"`
 }
 
 // OverheadTarget is one target's figures.
@@ -183,13 +191,15 @@ type child struct {
 	admin string // probegate's admin listener, if any
 }
 
-func startChild(ctx context.Context, name, addr string, argv []string, logPath string) (*child, error) {
+// startChild starts argv in its own process group, restricted to cpus
+// (nil: any), and waits until it answers HTTP on addr.
+func startChild(ctx context.Context, name, addr string, argv []string, logPath string, cpus []int) (*child, error) {
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if f, err := os.Create(logPath); err == nil {
 		cmd.Stdout, cmd.Stderr = f, f
 	}
-	if err := cmd.Start(); err != nil {
+	if err := startPinned(cmd, cpus); err != nil {
 		return nil, err
 	}
 	c := &child{name: name, cmd: cmd, addr: addr}
@@ -274,14 +284,42 @@ func RunOverhead(ctx context.Context, o OverheadOptions) (*OverheadResult, error
 	}
 	defer os.RemoveAll(tmp)
 
-	ups := make([]*fastUpstream, 2)
-	for i := range ups {
-		if ups[i], err = startFastUpstream(); err != nil {
-			return nil, err
+	var tcpus []int // the targets' CPUs when pinned
+	if o.Pin {
+		plan, err := planPin()
+		var restore func()
+		if err == nil {
+			restore, err = pinSelf(plan.GeneratorCPUs)
 		}
-		defer ups[i].Close()
+		if err != nil {
+			res.Skipped = append(res.Skipped, "pin: "+err.Error()+"; the run is not pinned")
+		} else {
+			defer restore()
+			res.Pin, tcpus = plan, plan.TargetCPUs
+		}
 	}
-	upAddrs := []string{ups[0].Addr(), ups[1].Addr()}
+	var upAddrs []string
+	if tcpus == nil {
+		ups := make([]*fastUpstream, 2)
+		for i := range ups {
+			if ups[i], err = startFastUpstream(); err != nil {
+				return nil, err
+			}
+			defer ups[i].Close()
+		}
+		upAddrs = []string{ups[0].Addr(), ups[1].Addr()}
+	} else {
+		// Pinned, the upstreams run beside the target, apart from the
+		// generators: as child processes of this executable.
+		for range 2 {
+			u, err := startUpstreamChild(ctx, tcpus)
+			if err != nil {
+				return nil, err
+			}
+			defer u.Stop()
+			upAddrs = append(upAddrs, u.addr)
+		}
+	}
 
 	wrk, wrkErr := exec.LookPath("wrk")
 	if wrkErr != nil {
@@ -302,7 +340,7 @@ func RunOverhead(ctx context.Context, o OverheadOptions) (*OverheadResult, error
 			break
 		}
 		targets = append(targets, target{name: "probegate_" + pol, start: func() (*child, error) {
-			return startProbegate(ctx, bin, tmp, pol, upAddrs)
+			return startProbegate(ctx, bin, tmp, pol, upAddrs, tcpus)
 		}})
 	}
 	if base := os.Getenv(BaselineBinEnv); base != "" {
@@ -310,17 +348,17 @@ func RunOverhead(ctx context.Context, o OverheadOptions) (*OverheadResult, error
 		// after a change, side by side).
 		for _, pol := range []string{"least_inflight", "probe"} {
 			targets = append(targets, target{name: "baseline_" + pol, start: func() (*child, error) {
-				return startProbegate(ctx, base, tmp, pol, upAddrs)
+				return startProbegate(ctx, base, tmp, pol, upAddrs, tcpus)
 			}})
 		}
 	}
 	if p, err := exec.LookPath("nginx"); err == nil {
-		targets = append(targets, target{name: "nginx", start: func() (*child, error) { return startNginx(ctx, p, tmp, upAddrs) }})
+		targets = append(targets, target{name: "nginx", start: func() (*child, error) { return startNginx(ctx, p, tmp, upAddrs, tcpus) }})
 	} else {
 		res.Skipped = append(res.Skipped, "nginx: not found on PATH, so no nginx row, no ratios to nginx and no goals against it. Install: "+InstallHint)
 	}
 	if p, err := exec.LookPath("haproxy"); err == nil {
-		targets = append(targets, target{name: "haproxy", start: func() (*child, error) { return startHAProxy(ctx, p, tmp, upAddrs) }})
+		targets = append(targets, target{name: "haproxy", start: func() (*child, error) { return startHAProxy(ctx, p, tmp, upAddrs, tcpus) }})
 	} else {
 		res.Skipped = append(res.Skipped, "haproxy: not found on PATH, so no HAProxy row. Install: "+InstallHint)
 	}
@@ -489,7 +527,7 @@ func fileExists(p string) bool {
 	return err == nil
 }
 
-func startProbegate(ctx context.Context, bin, dir, policy string, ups []string) (*child, error) {
+func startProbegate(ctx context.Context, bin, dir, policy string, ups []string, cpus []int) (*child, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -517,7 +555,7 @@ log:
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		return nil, err
 	}
-	c, err := startChild(ctx, "probegate", addr, []string{bin, "-config", path}, filepath.Join(dir, "probegate-"+policy+".log"))
+	c, err := startChild(ctx, "probegate", addr, []string{bin, "-config", path}, filepath.Join(dir, "probegate-"+policy+".log"), cpus)
 	if c != nil {
 		c.admin = fmt.Sprintf("127.0.0.1:%d", aport)
 	}
@@ -532,7 +570,7 @@ func staticList(ups []string) string {
 	return strings.Join(q, ", ")
 }
 
-func startNginx(ctx context.Context, bin, dir string, ups []string) (*child, error) {
+func startNginx(ctx context.Context, bin, dir string, ups []string, cpus []int) (*child, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -570,10 +608,10 @@ http {
 	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
 		return nil, err
 	}
-	return startChild(ctx, "nginx", addr, []string{bin, "-p", nd, "-e", filepath.Join(nd, "logs", "error.log"), "-c", path}, filepath.Join(dir, "nginx.log"))
+	return startChild(ctx, "nginx", addr, []string{bin, "-p", nd, "-e", filepath.Join(nd, "logs", "error.log"), "-c", path}, filepath.Join(dir, "nginx.log"), cpus)
 }
 
-func startHAProxy(ctx context.Context, bin, dir string, ups []string) (*child, error) {
+func startHAProxy(ctx context.Context, bin, dir string, ups []string, cpus []int) (*child, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -601,7 +639,7 @@ backend be
 	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
 		return nil, err
 	}
-	return startChild(ctx, "haproxy", addr, []string{bin, "-f", path, "-db"}, filepath.Join(dir, "haproxy.log"))
+	return startChild(ctx, "haproxy", addr, []string{bin, "-f", path, "-db"}, filepath.Join(dir, "haproxy.log"), cpus)
 }
 
 var (
@@ -698,27 +736,13 @@ func measureRSS(ctx context.Context, bin, dir string, n int, res *OverheadResult
 	// The upstream holding the streams runs as a child process (this
 	// executable re-run, see ServeUpstreamIfChild) so that this process
 	// only holds the client ends of the streams.
-	self, err := os.Executable()
+	up, err := startUpstreamChild(ctx, nil)
 	if err != nil {
-		return err
-	}
-	uport, err := freePort()
-	if err != nil {
-		return err
-	}
-	uaddr := fmt.Sprintf("127.0.0.1:%d", uport)
-	cmd := exec.CommandContext(ctx, self)
-	cmd.Env = append(os.Environ(), upstreamEnv+"="+uaddr)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	up := &child{name: "upstream", cmd: cmd, addr: uaddr}
-	defer up.Stop()
-	if err := waitHTTP(uaddr, 10*time.Second); err != nil {
 		return fmt.Errorf("stream upstream: %w", err)
 	}
-	c, err := startProbegate(ctx, bin, dir, "least_inflight", []string{uaddr})
+	defer up.Stop()
+	uaddr := up.addr
+	c, err := startProbegate(ctx, bin, dir, "least_inflight", []string{uaddr}, nil)
 	if err != nil {
 		return err
 	}
@@ -793,6 +817,33 @@ func measureRSS(ctx context.Context, bin, dir string, n int, res *OverheadResult
 	return nil
 }
 
+// startUpstreamChild runs the fast upstream in a child process (this
+// executable re-run, see ServeUpstreamIfChild) restricted to cpus (nil:
+// any), and waits until it answers.
+func startUpstreamChild(ctx context.Context, cpus []int) (*child, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	cmd := exec.CommandContext(ctx, self)
+	cmd.Env = append(os.Environ(), upstreamEnv+"="+addr)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := startPinned(cmd, cpus); err != nil {
+		return nil, err
+	}
+	up := &child{name: "upstream", cmd: cmd, addr: addr}
+	if err := waitHTTP(addr, 10*time.Second); err != nil {
+		up.Stop()
+		return nil, fmt.Errorf("upstream child: %w", err)
+	}
+	return up, nil
+}
+
 // upstreamEnv, when set to an address, makes ServeUpstreamIfChild serve
 // the fast upstream there.
 const upstreamEnv = "PROBEGATE_BENCH_UPSTREAM"
@@ -835,6 +886,11 @@ func rssMiB(pid int) float64 { return round3(float64(RSS(pid)) / (1 << 20)) }
 func overheadReport(o *OverheadResult) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "## overhead\n\nA fast in-process fasthttp upstream (two listeners, small JSON answers), each proxy in its own process on loopback, %d connections, %.0f s per tool and target. Ratios are requests/s against nginx and against direct (no proxy); p99 ratios from the Go generator.\n\n", o.Concurrency, o.DurationS)
+	if o.Pin != nil {
+		fmt.Fprintf(&b, "Pinned (`-pin`): the load generators (wrk, vegeta, the Go generator) on CPU %v, each target and its two upstreams (child processes) on CPU %v.\n\n", o.Pin.GeneratorCPUs, o.Pin.TargetCPUs)
+	} else {
+		b.WriteString("Not pinned: every process may run on every CPU; the upstreams run in the bench's process.\n\n")
+	}
 	for _, s := range o.Skipped {
 		fmt.Fprintf(&b, "> Skipped: %s\n\n", s)
 	}

@@ -34,6 +34,9 @@ type Options struct {
 	// ProfileDir, when set, receives CPU and allocation profiles of each
 	// probegate target of the overhead scenario, taken under wrk.
 	ProfileDir string
+	// Pin runs the overhead scenario with the load generators on one CPU
+	// and every target with its upstreams on the others (see PinInfo).
+	Pin bool
 	// Sizes is the request size distribution of steady, spike and replicas
 	// (and of the capacity measurement): SizesLognormal (""), SizesUniform
 	// or SizesTrace.
@@ -508,7 +511,7 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 		}
 	}
 	if slices.Contains(names, "overhead") {
-		oh, err := RunOverhead(ctx, OverheadOptions{Quick: o.Quick, Log: logf, Progress: prog, ProfileDir: o.ProfileDir})
+		oh, err := RunOverhead(ctx, OverheadOptions{Quick: o.Quick, Log: logf, Progress: prog, ProfileDir: o.ProfileDir, Pin: o.Pin})
 		if err != nil {
 			res.Notes = append(res.Notes, "overhead: "+err.Error())
 		}

@@ -38,6 +38,7 @@ func main() {
 	traceLoad := fs.Float64("trace-load", bench.DefaultTraceLoad, "with -trace-speed 0: each seed replays the next load x capacity x duration rows of the trace from -trace-offset, their gaps scaled to span the duration (capacity: the trace fleet's, measured closed loop with the trace's sizes)")
 	variants := fs.String("variants", "", "comma-separated scenario entries to run, e.g. trace_hetero_r1,steady_80 (default all of the selected scenarios)")
 	profile := fs.String("profile", "", "overhead: write CPU and allocation profiles of each probegate target under wrk to this directory (read with go tool pprof)")
+	pin := fs.Bool("pin", false, "overhead: run the load generators (wrk, vegeta, the Go generator) on the first CPU and each target with its upstreams on the others, the same for every target (Linux; needs 2 CPUs)")
 	noProgress := fs.Bool("no-progress", false, "no progress bar on stderr")
 	_ = fs.Parse(os.Args[1:])
 
@@ -46,7 +47,7 @@ func main() {
 	o := bench.Options{Scenario: *scenario, Quick: *quick, Out: *out, Seed: *seed, Seeds: *seeds,
 		Duration: *dur, Servers: *servers, Burstiness: *burst, Progress: os.Stderr, Log: os.Stderr,
 		Sizes: *sizes, TraceFile: *trace, TraceOffset: *traceOffset, TraceSpeed: *traceSpeed, TraceLoad: *traceLoad,
-		ProfileDir: *profile}
+		ProfileDir: *profile, Pin: *pin}
 	if *variants != "" {
 		o.Variants = strings.Split(*variants, ",")
 	}
