@@ -3,14 +3,10 @@ package route
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"net"
 	"testing"
-	"time"
 
 	"github.com/valyala/fasthttp"
-
-	"github.com/probegate/probegate/internal/config"
 )
 
 // BenchmarkForwardLarge measures large answers through the proxy
@@ -43,25 +39,7 @@ func BenchmarkForwardLarge(b *testing.B) {
 	go func() { _ = up.Serve(ln) }()
 	b.Cleanup(func() { _ = up.Shutdown() })
 
-	cfg := config.Default()
-	cfg.Backends.Static = []string{"http://" + ln.Addr().String()}
-	cfg.Route.Policy = "least_inflight"
-	cfg.Log.Access = false
-	p, err := New(Options{Config: cfg})
-	if err != nil {
-		b.Fatal(err)
-	}
-	pln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	go func() { _ = p.Serve(pln) }()
-	b.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = p.Shutdown(ctx)
-	})
-	addr := pln.Addr().String()
+	addr := serveBenchProxy(b, "least_inflight", "http://"+ln.Addr().String())
 	for _, tc := range []struct{ name, body string }{
 		{"json=1MiB", `{"model":"m"}`},
 		{"sse=1MiB/frame=256B", `{"model":"m","stream":true}`},

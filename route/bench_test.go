@@ -170,25 +170,7 @@ func BenchmarkForward(b *testing.B) {
 		})
 	}
 	proxy := func(b *testing.B, pol string) string {
-		cfg := config.Default()
-		cfg.Backends.Static = []string{"http://" + up, "http://" + up2}
-		cfg.Route.Policy = pol
-		cfg.Log.Access = false
-		p, err := New(Options{Config: cfg})
-		if err != nil {
-			b.Fatal(err)
-		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			b.Fatal(err)
-		}
-		go func() { _ = p.Serve(ln) }()
-		b.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			defer cancel()
-			_ = p.Shutdown(ctx)
-		})
-		return ln.Addr().String()
+		return serveBenchProxy(b, pol, "http://"+up, "http://"+up2)
 	}
 	b.Run("direct", func(b *testing.B) { run(b, up) })
 	for _, pol := range []string{"least_inflight", "probe"} {
@@ -198,4 +180,29 @@ func BenchmarkForward(b *testing.B) {
 	for _, pol := range []string{"least_inflight", "probe"} {
 		b.Run("parallel/proxy/"+pol, func(b *testing.B) { runParallel(b, proxy(b, pol)) })
 	}
+}
+
+// serveBenchProxy serves a proxy with policy pol in front of backends on
+// 127.0.0.1 (no access log) until b's cleanup, and returns its address.
+func serveBenchProxy(b *testing.B, pol string, backends ...string) string {
+	b.Helper()
+	cfg := config.Default()
+	cfg.Backends.Static = backends
+	cfg.Route.Policy = pol
+	cfg.Log.Access = false
+	p, err := New(Options{Config: cfg})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	go func() { _ = p.Serve(ln) }()
+	b.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = p.Shutdown(ctx)
+	})
+	return ln.Addr().String()
 }

@@ -1,17 +1,13 @@
 package route
 
 import (
-	"context"
 	"crypto/tls"
 	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/valyala/fasthttp"
-
-	"github.com/probegate/probegate/internal/config"
 )
 
 // tlsFastUpstream is fastUpstream serving https with testCert. dials
@@ -50,25 +46,7 @@ func tlsFastUpstream(b *testing.B) (addr string, dials func() int64) {
 func BenchmarkForwardTLS(b *testing.B) {
 	run := func(b *testing.B, parallel bool) {
 		up, dials := tlsFastUpstream(b)
-		cfg := config.Default()
-		cfg.Backends.Static = []string{"https://" + up}
-		cfg.Route.Policy = "least_inflight"
-		cfg.Log.Access = false
-		p, err := New(Options{Config: cfg})
-		if err != nil {
-			b.Fatal(err)
-		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			b.Fatal(err)
-		}
-		go func() { _ = p.Serve(ln) }()
-		b.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			defer cancel()
-			_ = p.Shutdown(ctx)
-		})
-		addr := ln.Addr().String()
+		addr := serveBenchProxy(b, "least_inflight", "https://"+up)
 		c := &fasthttp.HostClient{Addr: addr, MaxConns: 64}
 		do := func(req *fasthttp.Request, resp *fasthttp.Response) bool {
 			if err := c.Do(req, resp); err != nil || resp.StatusCode() != 200 {

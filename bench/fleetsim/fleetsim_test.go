@@ -119,18 +119,26 @@ func TestProbesPastDeadlineFallBack(t *testing.T) {
 	}
 }
 
+// sweepJSON runs the sweep o and returns its results and their JSON (the
+// bytes of results.json).
+func sweepJSON(t *testing.T, o Options) ([]byte, *Results) {
+	t.Helper()
+	res, _, err := Sweep(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, res
+}
+
 func TestSameSeedSameBytes(t *testing.T) {
 	run := func(seed int64) []byte {
 		o := DefaultOptions(true)
 		o.Seed, o.Pods, o.Replicas, o.Duration = seed, []int{16}, []int{2}, 3*time.Second
-		res, _, err := Sweep(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := json.Marshal(res)
-		if err != nil {
-			t.Fatal(err)
-		}
+		b, _ := sweepJSON(t, o)
 		return b
 	}
 	a, b, c := run(7), run(7), run(8)
@@ -287,19 +295,8 @@ func TestPrefixSweep(t *testing.T) {
 	o := DefaultOptions(true)
 	o.Pods, o.Replicas, o.Duration, o.Workload = []int{8}, []int{2}, 3*time.Second, PrefixWorkload()
 	o.Strategies = []string{bench.Probe, bench.Cached}
-	run := func() ([]byte, *Results) {
-		res, _, err := Sweep(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := json.Marshal(res)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b, res
-	}
-	a, res := run()
-	if b, _ := run(); !bytes.Equal(a, b) {
+	a, res := sweepJSON(t, o)
+	if b, _ := sweepJSON(t, o); !bytes.Equal(a, b) {
 		t.Error("two prefix sweeps with seed 1 gave different results.json")
 	}
 	sc := &res.Scenarios[0]
