@@ -80,9 +80,6 @@ func NewHTTPSState(addr string) *State { return &State{addr: addr, https: true} 
 // Addr returns the backend's "host:port".
 func (s *State) Addr() string { return s.addr }
 
-// HTTPS reports whether the backend is spoken to over TLS.
-func (s *State) HTTPS() bool { return s.https }
-
 // Dispatch records that this proxy sent a request to the backend. Every
 // Dispatch must be followed by exactly one Finish.
 func (s *State) Dispatch() { s.dispatched.Add(1) }

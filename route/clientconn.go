@@ -50,18 +50,10 @@ func (c *clientConn) Read(b []byte) (int, error) {
 		c.pre = c.pre[n:]
 		return n, nil
 	}
-	if c.raw.ok() {
-		return c.raw.read(b)
-	}
-	return c.Conn.Read(b)
+	return c.raw.read(b)
 }
 
-func (c *clientConn) Write(b []byte) (int, error) {
-	if c.raw.ok() {
-		return c.raw.write(b)
-	}
-	return c.Conn.Write(b)
-}
+func (c *clientConn) Write(b []byte) (int, error) { return c.raw.write(b) }
 
 // Close closes the socket unless the connection was detached.
 func (c *clientConn) Close() error {

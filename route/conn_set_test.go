@@ -22,7 +22,7 @@ func TestConnSetClosesExactlyTheOpenConnections(t *testing.T) {
 		testutil.Together(workers, func(w int) {
 			for i := range each {
 				raw := newCloseConn()
-				c := &clientConn{Conn: raw}
+				c := newClientConn(raw, nil)
 				if i%5 == 4 {
 					s.remove(c) // never added
 					left[w] = append(left[w], raw)
@@ -59,7 +59,7 @@ func TestConnSetClosesExactlyTheOpenConnections(t *testing.T) {
 func TestConnSetIgnoresDetachedSockets(t *testing.T) {
 	var s connSet
 	raw := newCloseConn()
-	c := &clientConn{Conn: raw}
+	c := newClientConn(raw, nil)
 	s.add(c)
 	c.detached.Store(true)
 	s.closeAll()
@@ -74,7 +74,7 @@ func BenchmarkConnSet(b *testing.B) {
 	p := &Proxy{}
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
-		c := &clientConn{Conn: newCloseConn()}
+		c := newClientConn(newCloseConn(), nil)
 		for pb.Next() {
 			p.trackConn(c, fasthttp.StateNew)
 			p.trackConn(c, fasthttp.StateClosed)

@@ -42,9 +42,10 @@ type rawSocket struct {
 }
 
 // reset points s at c; it reports false when c has no file descriptor
-// (say, a TLS connection or a test's net.Pipe), and s is then unused.
+// (say, a TLS connection or a test's net.Pipe): s then reads and writes
+// through c's own Read and Write.
 func (s *rawSocket) reset(c net.Conn) bool {
-	s.c, s.rc = nil, nil
+	s.c, s.rc = c, nil
 	sc, ok := c.(syscall.Conn)
 	if !ok {
 		return false
@@ -53,7 +54,7 @@ func (s *rawSocket) reset(c net.Conn) bool {
 	if err != nil {
 		return false
 	}
-	s.c, s.rc = c, rc
+	s.rc = rc
 	if s.rfn == nil {
 		// Method values made once, so that a read or write allocates
 		// nothing.
@@ -62,7 +63,7 @@ func (s *rawSocket) reset(c net.Conn) bool {
 	return true
 }
 
-// ok reports whether s is in use.
+// ok reports whether s uses raw system calls.
 func (s *rawSocket) ok() bool { return s.rc != nil }
 
 func (s *rawSocket) readFD(fd uintptr) bool {
@@ -104,6 +105,9 @@ func (s *rawSocket) writeFD(fd uintptr) bool {
 // read is net.Conn.Read with a raw read(2), same results: io.EOF when the
 // peer closed, a *net.OpError "read" otherwise (timeouts included).
 func (s *rawSocket) read(p []byte) (int, error) {
+	if s.rc == nil {
+		return s.c.Read(p)
+	}
 	if len(p) == 0 {
 		return 0, nil
 	}
@@ -124,6 +128,9 @@ func (s *rawSocket) read(p []byte) (int, error) {
 
 // write is net.Conn.Write with raw write(2) calls: all of p, or an error.
 func (s *rawSocket) write(p []byte) (int, error) {
+	if s.rc == nil {
+		return s.c.Write(p)
+	}
 	if len(p) == 0 {
 		return 0, nil
 	}

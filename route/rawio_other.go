@@ -4,11 +4,10 @@ package route
 
 import "net"
 
-// rawSocket is unused outside Linux: connections read and write through
-// the net package.
-type rawSocket struct{}
+// rawSocket reads and writes through the net package outside Linux.
+type rawSocket struct{ c net.Conn }
 
-func (s *rawSocket) reset(net.Conn) bool       { return false }
-func (s *rawSocket) ok() bool                  { return false }
-func (s *rawSocket) read([]byte) (int, error)  { panic("rawSocket: not in use") }
-func (s *rawSocket) write([]byte) (int, error) { panic("rawSocket: not in use") }
+func (s *rawSocket) reset(c net.Conn) bool       { s.c = c; return false }
+func (s *rawSocket) ok() bool                    { return false }
+func (s *rawSocket) read(p []byte) (int, error)  { return s.c.Read(p) }
+func (s *rawSocket) write(p []byte) (int, error) { return s.c.Write(p) }

@@ -52,27 +52,14 @@ type guardedConn struct {
 }
 
 // sockHolder is the current connection; tc and rec are set when it is TLS
-// (tc is Conn, over rec). A plain TCP socket is read and written through
-// raw (see rawSocket).
+// (tc is Conn, over rec). It is read and written through raw (see
+// rawSocket: raw system calls on a plain TCP socket, Conn's own methods
+// otherwise).
 type sockHolder struct {
 	net.Conn
 	tc  *tls.Conn
 	rec *recordConn
 	raw rawSocket
-}
-
-func (h *sockHolder) read(p []byte) (int, error) {
-	if h.raw.ok() {
-		return h.raw.read(p)
-	}
-	return h.Conn.Read(p)
-}
-
-func (h *sockHolder) write(p []byte) (int, error) {
-	if h.raw.ok() {
-		return h.raw.write(p)
-	}
-	return h.Conn.Write(p)
 }
 
 func newGuardedConn(c net.Conn, dial func() (net.Conn, error)) *guardedConn {
@@ -84,13 +71,12 @@ func newGuardedConn(c net.Conn, dial func() (net.Conn, error)) *guardedConn {
 // use makes c the current connection and returns the one it replaces.
 func (g *guardedConn) use(c net.Conn) *sockHolder {
 	h := &sockHolder{Conn: c}
+	h.raw.reset(c)
 	raw := c
 	if tc, ok := c.(*tls.Conn); ok {
 		if rec, ok := tc.NetConn().(*recordConn); ok {
 			h.tc, h.rec, raw = tc, rec, rec.Conn
 		}
-	} else {
-		h.raw.reset(c)
 	}
 	old := g.sock.Swap(h)
 	g.peek.reset(raw)
@@ -124,7 +110,7 @@ func (g *guardedConn) Write(p []byte) (int, error) {
 			}
 		}
 	}
-	return g.sock.Load().write(p)
+	return g.sock.Load().raw.write(p)
 }
 
 // unread reports whether the connection holds bytes no one read or its
@@ -149,7 +135,7 @@ func (g *guardedConn) redial() error {
 
 func (g *guardedConn) Read(p []byte) (int, error) {
 	h := g.sock.Load()
-	n, err := h.read(p)
+	n, err := h.raw.read(p)
 	if n > 0 {
 		g.writing = false
 		g.used = true
