@@ -16,18 +16,11 @@ import (
 func TestNoUpgradeTunnels(t *testing.T) {
 	var mu sync.Mutex
 	var wsConn net.Conn
-	be := startRawBackend(t, func(c net.Conn, n int, head []byte) bool {
-		if bytes.HasPrefix(head, []byte("GET /ws ")) {
-			mu.Lock()
-			wsConn = c
-			mu.Unlock()
-			c.Write([]byte("HTTP/1.1 101 Switching Protocols\r\nconnection: upgrade\r\nupgrade: websocket\r\n\r\n"))
-			time.Sleep(20 * time.Millisecond)
-			c.Write([]byte("\x81\x0dPRIVATE-FRAME"))
-			return true // keeps reading: whatever arrives is logged
-		}
-		return okResponder("")(c, n, head)
-	})
+	be := startRawBackend(t, tunnelResponder(func(c net.Conn) {
+		mu.Lock()
+		wsConn = c
+		mu.Unlock()
+	}))
 	cfg := testConfig(be.url())
 	cfg.Upstream.MaxConnsPerBackend = 1 // one connection: reuse is forced
 	tp := startProxy(t, cfg)
@@ -102,5 +95,24 @@ func TestStrayUpstreamBytesNeverReachAnotherClient(t *testing.T) {
 			t.Fatal("the backend never wrote its stray answer")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// tunnelResponder answers GET /ws with a 101 Switching Protocols and, 20
+// ms later, a private frame of the new protocol, then keeps reading (what
+// arrives is logged); opened, if not nil, first gets the socket. Anything
+// else gets okResponder's answer.
+func tunnelResponder(opened func(net.Conn)) func(c net.Conn, n int, head []byte) bool {
+	return func(c net.Conn, n int, head []byte) bool {
+		if !bytes.HasPrefix(head, []byte("GET /ws ")) {
+			return okResponder("")(c, n, head)
+		}
+		if opened != nil {
+			opened(c)
+		}
+		c.Write([]byte("HTTP/1.1 101 Switching Protocols\r\nconnection: upgrade\r\nupgrade: websocket\r\n\r\n"))
+		time.Sleep(20 * time.Millisecond)
+		c.Write([]byte("\x81\x0dPRIVATE-FRAME"))
+		return true
 	}
 }

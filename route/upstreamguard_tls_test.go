@@ -233,15 +233,7 @@ func TestStrayTLSUpstreamBytesNeverReachAnotherClient(t *testing.T) {
 // connection is never pooled, and the next clients get their own answers
 // on a fresh connection.
 func TestNoUpgradeTunnelsOverTLS(t *testing.T) {
-	be := startTLSRawBackend(t, 0, func(c net.Conn, n int, head []byte) bool {
-		if bytes.HasPrefix(head, []byte("GET /ws ")) {
-			c.Write([]byte("HTTP/1.1 101 Switching Protocols\r\nconnection: upgrade\r\nupgrade: websocket\r\n\r\n"))
-			time.Sleep(20 * time.Millisecond)
-			c.Write([]byte("\x81\x0dPRIVATE-FRAME"))
-			return true // keeps reading: whatever arrives is logged
-		}
-		return okResponder("")(c, n, head)
-	})
+	be := startTLSRawBackend(t, 0, tunnelResponder(nil))
 	cfg := testConfig(be.url())
 	cfg.Upstream.MaxConnsPerBackend = 1
 	tp := startProxy(t, cfg)
