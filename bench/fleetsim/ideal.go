@@ -54,13 +54,19 @@ func (p *idealPicker) Pick(_ context.Context, info *route.RequestInfo, _ []*rout
 // waiting and running request's prompt tokens not yet computed) plus a
 // prompt of own tokens, at p's speed.
 func (p *pod) prefillAhead(own int) time.Duration {
+	c := p.eng.Config()
+	return time.Duration(float64(p.aheadTokens()+own) * float64(c.PrefillPerToken) * p.eng.Slowdown())
+}
+
+// aheadTokens are the prefill tokens still to compute on p: every waiting
+// and running request's prompt tokens not yet computed.
+func (p *pod) aheadTokens() int {
 	ahead := 0
 	p.eng.Each(func(w vllmsim.ReqWork) {
 		prompt := w.Tokens - w.Output
 		ahead += max(prompt-w.Computed, 0)
 	})
-	c := p.eng.Config()
-	return time.Duration(float64(ahead+own) * float64(c.PrefillPerToken) * p.eng.Slowdown())
+	return ahead
 }
 
 // wreq is one request in a Whatif run.
@@ -78,7 +84,6 @@ type wreq struct {
 // the largest prompt twice).
 func (p *pod) whatif(now time.Duration, prompt, out int) time.Duration {
 	c := p.eng.Config()
-	slow := p.eng.Slowdown()
 	rs := p.wbuf[:0]
 	p.eng.Each(func(w vllmsim.ReqWork) {
 		rs = append(rs, wreq{prompt: w.Tokens - w.Output, tokens: w.Tokens, computed: w.Computed, output: w.Output, target: w.Target, running: w.Running})
@@ -127,12 +132,7 @@ func (p *pod) whatif(now time.Duration, prompt, out int) time.Duration {
 				prefill += r.n
 			}
 		}
-		d := c.StepBase + time.Duration(prefill)*c.PrefillPerToken + time.Duration(decodes)*c.DecodePerSeq +
-			time.Duration(ctx)*c.AttentionPerContextToken
-		if slow > 1 {
-			d = time.Duration(float64(d) * slow)
-		}
-		t += d
+		t += p.eng.StepDuration(prefill, decodes, ctx, 0)
 		for i := range rs {
 			r := &rs[i]
 			if r.n == 0 {
@@ -179,7 +179,6 @@ type Record struct {
 	Replica, Pod int
 	TTFT         time.Duration
 	Pods         []Snapshot // at arrival, one per pod
-	SlowPod      []bool     // PodSlowdown > 1
 }
 
 // snapshot fills r.snap with every pod's state now, seen by r's replica.
@@ -190,7 +189,7 @@ func (s *sim) snapshot(r *request) {
 	for i, p := range s.pods {
 		sn := &r.snap[i]
 		sn.Running, sn.Waiting = p.running, p.waiting
-		p.eng.Each(func(w vllmsim.ReqWork) { sn.AheadTokens += max(w.Tokens-w.Output-w.Computed, 0) })
+		sn.AheadTokens = p.aheadTokens()
 		sn.Cached = p.eng.CachedTokens(r.job.Prompt)
 		sn.Whatif = p.whatif(s.now, r.job.Prompt.Tokens-sn.Cached, max(r.job.MaxTokens, 1))
 		v := rep.backends[i].State().View(now, 2*time.Second)

@@ -261,10 +261,7 @@ func (s *sim) proxyFinish(r *request) {
 	s.m.done(r, s.now+s.params.Relay-r.sent)
 	if s.cfg.Record != nil && r.snap != nil {
 		rec := &Record{At: r.sent, Prompt: r.job.Prompt.Tokens, Out: r.job.MaxTokens, Replica: int(r.replica), Pod: int(r.pod),
-			TTFT: r.ttft, Pods: r.snap, SlowPod: make([]bool, len(s.pods))}
-		for i := range s.pods {
-			rec.SlowPod[i] = i < len(s.cfg.PodSlowdown) && s.cfg.PodSlowdown[i] > 1
-		}
+			TTFT: r.ttft, Pods: r.snap}
 		s.cfg.Record(rec)
 	}
 }

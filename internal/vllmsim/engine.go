@@ -183,6 +183,24 @@ func (e *Engine) SetSlowdown(f float64) {
 	e.slowdown = f
 }
 
+// StepDuration is the modelled duration of one step that computes prefill
+// prompt tokens and decodes one token for each of decodes sequences holding
+// ctx context tokens in all, loading loads LoRA adapters, at the engine's
+// slowdown. Step uses it; so can a model of the engine that must cost its
+// steps the same way.
+func (e *Engine) StepDuration(prefill, decodes, ctx, loads int) time.Duration {
+	c := &e.cfg
+	d := c.StepBase +
+		time.Duration(prefill)*c.PrefillPerToken +
+		time.Duration(decodes)*c.DecodePerSeq +
+		time.Duration(ctx)*c.AttentionPerContextToken +
+		time.Duration(loads)*c.LoRALoadDelay
+	if e.slowdown > 1 {
+		d = time.Duration(float64(d) * e.slowdown)
+	}
+	return d
+}
+
 // Idle reports whether no request is waiting or running.
 func (e *Engine) Idle() bool { return len(e.running) == 0 && len(e.waiting) == 0 }
 
@@ -361,15 +379,7 @@ func (e *Engine) Step() StepResult {
 			res.PrefillTokens += r.schedN
 		}
 	}
-	c := &e.cfg
-	d := c.StepBase +
-		time.Duration(res.PrefillTokens)*c.PrefillPerToken +
-		time.Duration(res.DecodeSeqs)*c.DecodePerSeq +
-		time.Duration(ctx)*c.AttentionPerContextToken +
-		time.Duration(loads)*c.LoRALoadDelay
-	if e.slowdown > 1 {
-		d = time.Duration(float64(d) * e.slowdown)
-	}
+	d := e.StepDuration(res.PrefillTokens, res.DecodeSeqs, ctx, loads)
 	res.Duration = d
 	e.now += d
 	e.stats.Steps++

@@ -128,12 +128,12 @@ func main() {
 			}
 			var prompt, queued, waiting, own, best []float64
 			for _, rec := range recs {
-				if rec.SlowPod[rec.Pod] {
+				if ps[rec.Pod] > 1 {
 					allSlow++
 				}
 			}
 			for _, rec := range tops {
-				if rec.SlowPod[rec.Pod] {
+				if ps[rec.Pod] > 1 {
 					onSlow++
 				}
 				sn := rec.Pods[rec.Pod]
