@@ -126,6 +126,3 @@ func startPinned(cmd *exec.Cmd, cpus []int) error {
 	}()
 	return <-errc
 }
-
-// pinSupported says why pinning cannot work here, or nil.
-func pinSupported() error { return nil }

@@ -11,7 +11,6 @@ var errNoAffinity = errors.New("CPU pinning needs Linux's sched_setaffinity")
 
 func affinity(int) ([]int, error) { return nil, errNoAffinity }
 func pinProcess(int, []int) error { return errNoAffinity }
-func pinSupported() error         { return errNoAffinity }
 func threads(int) ([]int, error)  { return nil, errNoAffinity }
 func startPinned(cmd *exec.Cmd, cpus []int) error {
 	if len(cpus) > 0 {

@@ -172,14 +172,15 @@ func (u *fastUpstream) Close() {
 	_ = u.srv.Shutdown()
 }
 
-// freePort returns a loopback port that was free a moment ago.
-func freePort() (int, error) {
+// freeAddr returns a loopback address ("127.0.0.1:port") that was free a
+// moment ago.
+func freeAddr() (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return 0, err
+		return "", err
 	}
 	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	return ln.Addr().String(), nil
 }
 
 // child is an external process started by the overhead scenario; Stop
@@ -192,9 +193,13 @@ type child struct {
 }
 
 // startChild starts argv in its own process group, restricted to cpus
-// (nil: any), and waits until it answers HTTP on addr.
-func startChild(ctx context.Context, name, addr string, argv []string, logPath string, cpus []int) (*child, error) {
+// (nil: any), with env added to this process's environment, and waits
+// until it answers HTTP on addr.
+func startChild(ctx context.Context, name, addr string, argv []string, logPath string, cpus []int, env ...string) (*child, error) {
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if f, err := os.Create(logPath); err == nil {
 		cmd.Stdout, cmd.Stderr = f, f
@@ -312,7 +317,7 @@ func RunOverhead(ctx context.Context, o OverheadOptions) (*OverheadResult, error
 		// Pinned, the upstreams run beside the target, apart from the
 		// generators: as child processes of this executable.
 		for range 2 {
-			u, err := startUpstreamChild(ctx, tcpus)
+			u, err := startUpstreamChild(ctx, tmp, tcpus)
 			if err != nil {
 				return nil, err
 			}
@@ -528,18 +533,17 @@ func fileExists(p string) bool {
 }
 
 func startProbegate(ctx context.Context, bin, dir, policy string, ups []string, cpus []int) (*child, error) {
-	port, err := freePort()
+	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
 	}
-	aport, err := freePort()
+	admin, err := freeAddr()
 	if err != nil {
 		return nil, err
 	}
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	cfg := fmt.Sprintf(`server:
   listen: "%s"
-  admin_listen: "127.0.0.1:%d"
+  admin_listen: "%s"
 backends:
   static: [%s]
 upstream:
@@ -550,14 +554,14 @@ route:
 log:
   level: error
   access: false
-`, addr, aport, staticList(ups), policy)
+`, addr, admin, staticList(ups), policy)
 	path := filepath.Join(dir, "probegate-"+policy+".yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		return nil, err
 	}
 	c, err := startChild(ctx, "probegate", addr, []string{bin, "-config", path}, filepath.Join(dir, "probegate-"+policy+".log"), cpus)
 	if c != nil {
-		c.admin = fmt.Sprintf("127.0.0.1:%d", aport)
+		c.admin = admin
 	}
 	return c, err
 }
@@ -571,11 +575,10 @@ func staticList(ups []string) string {
 }
 
 func startNginx(ctx context.Context, bin, dir string, ups []string, cpus []int) (*child, error) {
-	port, err := freePort()
+	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
 	}
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	nd := filepath.Join(dir, "nginx")
 	_ = os.MkdirAll(filepath.Join(nd, "logs"), 0o755)
 	conf := fmt.Sprintf(`worker_processes 2;
@@ -612,11 +615,10 @@ http {
 }
 
 func startHAProxy(ctx context.Context, bin, dir string, ups []string, cpus []int) (*child, error) {
-	port, err := freePort()
+	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
 	}
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	conf := fmt.Sprintf(`global
   maxconn 9000
   nbthread 2
@@ -736,7 +738,7 @@ func measureRSS(ctx context.Context, bin, dir string, n int, res *OverheadResult
 	// The upstream holding the streams runs as a child process (this
 	// executable re-run, see ServeUpstreamIfChild) so that this process
 	// only holds the client ends of the streams.
-	up, err := startUpstreamChild(ctx, nil)
+	up, err := startUpstreamChild(ctx, dir, nil)
 	if err != nil {
 		return fmt.Errorf("stream upstream: %w", err)
 	}
@@ -819,29 +821,18 @@ func measureRSS(ctx context.Context, bin, dir string, n int, res *OverheadResult
 
 // startUpstreamChild runs the fast upstream in a child process (this
 // executable re-run, see ServeUpstreamIfChild) restricted to cpus (nil:
-// any), and waits until it answers.
-func startUpstreamChild(ctx context.Context, cpus []int) (*child, error) {
+// any), logging to a file in dir, and waits until it answers.
+func startUpstreamChild(ctx context.Context, dir string, cpus []int) (*child, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	port, err := freePort()
+	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
 	}
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	cmd := exec.CommandContext(ctx, self)
-	cmd.Env = append(os.Environ(), upstreamEnv+"="+addr)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := startPinned(cmd, cpus); err != nil {
-		return nil, err
-	}
-	up := &child{name: "upstream", cmd: cmd, addr: addr}
-	if err := waitHTTP(addr, 10*time.Second); err != nil {
-		up.Stop()
-		return nil, fmt.Errorf("upstream child: %w", err)
-	}
-	return up, nil
+	log := filepath.Join(dir, "upstream-"+strings.ReplaceAll(addr, ":", "-")+".log")
+	return startChild(ctx, "upstream", addr, []string{self}, log, cpus, upstreamEnv+"="+addr)
 }
 
 // upstreamEnv, when set to an address, makes ServeUpstreamIfChild serve
