@@ -112,37 +112,17 @@ func traceVariants(o *Options, dur time.Duration, capacity float64) []variant {
 	return out
 }
 
-// traceRun returns the traceRows rows seed replays, with their arrival
-// times from the trace (not yet rebased or scaled), in replay order: the
-// (seed - firstSeed)-th run of traceRows consecutive rows from the first
-// row at or after traceOff, wrapping around the trace's end.
-func (v *variant) traceRun(seed int64) []TraceRow {
-	first := len(v.trace)
-	for i, r := range v.trace {
-		if r.At >= v.traceOff {
-			first = i
-			break
-		}
-	}
-	if first == len(v.trace) {
-		first = 0
-	}
-	out := make([]TraceRow, v.traceRows)
-	start := first + int(seed-v.firstSeed)*v.traceRows
-	for i := range out {
-		out[i] = v.trace[(start+i)%len(v.trace)]
-	}
-	return out
-}
-
-// rowsWindow returns the calibrated replay of seed: traceRun's rows with
-// their arrival gaps (a wrap-around gap taken as the trace's mean gap)
-// scaled by one factor so that the replay offers traceRows requests in
-// schedDur: the first at 0, the last at schedDur x (n-1)/n.
-func (v *variant) rowsWindow(seed int64) []TraceRow {
-	rows := v.traceRun(seed)
-	gaps, total := v.traceGaps(rows)
-	dur := v.schedDur()
+// CalibratedTraceWindow is window k (from 0) of the calibrated replay:
+// the k-th run of n consecutive rows of trace from the first row at or
+// after offset (the first row if none), wrapping around the trace's end,
+// in replay order, with their arrival gaps (a wrap-around gap taken as the
+// trace's mean gap) scaled by one factor so that the n arrivals span dur:
+// the first at 0, the last at dur x (n-1)/n. The rows' At are those scaled
+// arrival offsets. The trace scenario's seed s replays window s - -seed,
+// so its k-th seed window k-1.
+func CalibratedTraceWindow(trace []TraceRow, offset time.Duration, n, k int, dur time.Duration) []TraceRow {
+	rows := traceRun(trace, offset, n, k)
+	gaps, total := traceGaps(trace, rows)
 	scale := 0.0
 	if total > 0 {
 		scale = float64(dur) * float64(len(rows)-1) / float64(len(rows)) / float64(total)
@@ -155,15 +135,44 @@ func (v *variant) rowsWindow(seed int64) []TraceRow {
 	return rows
 }
 
-// traceGaps returns each row's gap to the previous one (0 for the first;
-// the trace's mean gap where the run wraps around its end) and their sum.
-func (v *variant) traceGaps(rows []TraceRow) ([]time.Duration, time.Duration) {
+// rowsWindow returns the calibrated replay of seed: window seed - firstSeed
+// of traceRows rows from traceOff, spanning schedDur.
+func (v *variant) rowsWindow(seed int64) []TraceRow {
+	return CalibratedTraceWindow(v.trace, v.traceOff, v.traceRows, int(seed-v.firstSeed), v.schedDur())
+}
+
+// traceRun returns the n rows of window k, with their arrival times from
+// the trace (not yet rebased or scaled), in replay order: the k-th run of n
+// consecutive rows from the first row at or after offset, wrapping around
+// the trace's end.
+func traceRun(trace []TraceRow, offset time.Duration, n, k int) []TraceRow {
+	first := len(trace)
+	for i, r := range trace {
+		if r.At >= offset {
+			first = i
+			break
+		}
+	}
+	if first == len(trace) {
+		first = 0
+	}
+	out := make([]TraceRow, n)
+	start := first + k*n
+	for i := range out {
+		out[i] = trace[(start+i)%len(trace)]
+	}
+	return out
+}
+
+// traceGaps returns each of rows' gap to the previous one (0 for the first;
+// trace's mean gap where the run wraps around its end) and their sum.
+func traceGaps(trace, rows []TraceRow) ([]time.Duration, time.Duration) {
 	gaps := make([]time.Duration, len(rows))
 	var total time.Duration
 	for i := 1; i < len(rows); i++ {
 		g := rows[i].At - rows[i-1].At
 		if g < 0 {
-			g = TraceDuration(v.trace) / time.Duration(max(len(v.trace)-1, 1))
+			g = TraceDuration(trace) / time.Duration(max(len(trace)-1, 1))
 		}
 		gaps[i] = g
 		total += g
@@ -174,8 +183,8 @@ func (v *variant) traceGaps(rows []TraceRow) ([]time.Duration, time.Duration) {
 // replaySpeed is the calibrated replay's speed for seed: trace time over
 // replay time (1 is real time).
 func (v *variant) replaySpeed(seed int64) float64 {
-	rows := v.traceRun(seed)
-	_, total := v.traceGaps(rows)
+	rows := traceRun(v.trace, v.traceOff, v.traceRows, int(seed-v.firstSeed))
+	_, total := traceGaps(v.trace, rows)
 	replay := float64(v.schedDur()) * float64(len(rows)-1) / float64(len(rows))
 	if replay <= 0 {
 		return 0

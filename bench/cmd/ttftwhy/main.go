@@ -124,7 +124,7 @@ func main() {
 					qa = append(qa, float64(rec.Pods[rec.Pod].Running+rec.Pods[rec.Pod].Waiting))
 				}
 				fmt.Fprintf(os.Stderr, "%s R=%d: pod held the prefix: top %.0f%%, all %.0f%%; true queue at the pod: top p50 %.0f, all p50 %.0f p90 %.0f\n",
-					st, r, 100*topHit/float64(len(tops)), 100*allHit/float64(len(recs)), med(q), med(qa), bench.Percentile(qa, 90))
+					st, r, 100*topHit/float64(len(tops)), 100*allHit/float64(len(recs)), bench.Percentile(q, 50), bench.Percentile(qa, 50), bench.Percentile(qa, 90))
 			}
 			var prompt, queued, waiting, own, best []float64
 			for _, rec := range recs {
@@ -170,53 +170,36 @@ func main() {
 			if len(ratio) > 0 {
 				fmt.Fprintf(os.Stderr, "%s R=%d: learned ns last pod/others p10 %.2f p50 %.2f p90 %.2f\n", st, r, bench.Percentile(ratio, 10), bench.Percentile(ratio, 50), bench.Percentile(ratio, 90))
 			}
-			slices.Sort(winP99)
+			// No window with more than 20 requests (a short run or a low
+			// rate): no window p99s.
+			wins := "n/a"
+			if len(winP99) > 0 {
+				slices.Sort(winP99)
+				wins = fmt.Sprintf("%.0f (%.0f..%.0f)", bench.Percentile(winP99, 50), winP99[0], winP99[len(winP99)-1])
+			}
 			n := float64(len(tops))
-			fmt.Printf("| %s | %d | %.0f | %.0f | **%.0f** | %s | %.0f (%.0f..%.0f) | %.0f%% | %.0f | %.0f | %.0f | %.2f | %.2f | %.0f%% | %.0f%% |\n",
+			fmt.Printf("| %s | %d | %.0f | %.0f | **%.0f** | %s | %s | %.0f%% | %.0f | %.0f | %.0f | %.2f | %.2f | %.0f%% | %.0f%% |\n",
 				st, len(all), bench.Percentile(all, 50), bench.Percentile(all, 90), p99, strings.Join(bySeed, ", "),
-				bench.Percentile(winP99, 50), winP99[0], winP99[len(winP99)-1],
-				100*onSlow/n, med(prompt), med(queued), med(waiting), med(own), med(best), 100*unavoid/n, 100*allSlow/float64(len(recs)))
+				wins,
+				100*onSlow/n, bench.Percentile(prompt, 50), bench.Percentile(queued, 50), bench.Percentile(waiting, 50), bench.Percentile(own, 50), bench.Percentile(best, 50), 100*unavoid/n, 100*allSlow/float64(len(recs)))
 		}
 	}
 }
 
 // traceJobs is the live bench's calibrated replay (bench trace scenario):
-// seed k replays the k-th run of n consecutive rows from the first at
-// offset, wrapping, their gaps scaled by one factor to span dur.
+// seed k replays the bench's k-th seed's window (bench.CalibratedTraceWindow
+// k-1) of n rows from the first at offset, spanning dur, its sizes capped
+// to the bench's model length.
 func traceJobs(rows []bench.TraceRow, offset time.Duration, n, seed int, dur time.Duration) []fleetsim.Job {
-	first := 0
-	for i, r := range rows {
-		if r.At >= offset {
-			first = i
-			break
-		}
-	}
-	run := make([]bench.TraceRow, n)
-	for i := range run {
-		run[i] = rows[(first+(seed-1)*n+i)%len(rows)]
-	}
-	mean := bench.TraceDuration(rows) / time.Duration(len(rows)-1)
-	gaps := make([]time.Duration, n)
-	var total time.Duration
-	for i := 1; i < n; i++ {
-		g := run[i].At - run[i-1].At
-		if g < 0 {
-			g = mean
-		}
-		gaps[i] = g
-		total += g
-	}
-	scale := float64(dur) * float64(n-1) / float64(n) / float64(total)
-	jobs := make([]fleetsim.Job, n)
-	var at time.Duration
-	for i, r := range run {
-		at += gaps[i]
+	win := bench.CalibratedTraceWindow(rows, offset, n, seed-1, dur)
+	jobs := make([]fleetsim.Job, len(win))
+	for i, r := range win {
 		p, o := r.Prompt, r.Output
 		if p+o > fleetsim.BenchMaxModelLen {
 			o = max(fleetsim.BenchMaxModelLen-p, 1)
 			p = min(p, fleetsim.BenchMaxModelLen-o)
 		}
-		jobs[i] = fleetsim.Job{At: time.Duration(float64(at) * scale), Prompt: vllmsim.Prompt{Tokens: p}, MaxTokens: o}
+		jobs[i] = fleetsim.Job{At: r.At, Prompt: vllmsim.Prompt{Tokens: p}, MaxTokens: o}
 	}
 	return jobs
 }
@@ -227,13 +210,6 @@ func ttfts(rs []*fleetsim.Record) []float64 {
 		out[i] = ms(r.TTFT)
 	}
 	return out
-}
-
-func med(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	return bench.Percentile(xs, 50)
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
