@@ -264,12 +264,7 @@ wait:
 				p.stats.Timeout++
 				continue
 			}
-			if f := &p.fl[pe.fi]; !f.reported {
-				f.reported = true
-				l := f.load
-				l.At = epoch.Add(f.land)
-				p.rep.backends[f.pod].State().Report(&l)
-			}
+			p.report(&p.fl[pe.fi])
 			res.Answered++
 			p.stats.OK++
 			known++
@@ -370,18 +365,25 @@ func (p *vprober) send(pod int32, now, deadline time.Duration, background bool) 
 	return fi
 }
 
+// report Reports f's answer to its pod's State, once: a Run that waited
+// for it, or its landing, whichever comes first.
+func (p *vprober) report(f *vflight) {
+	if f.reported {
+		return
+	}
+	f.reported = true
+	l := f.load
+	l.At = epoch.Add(f.land)
+	p.rep.backends[f.pod].State().Report(&l)
+}
+
 // land applies flight fi's end, now (probe.Prober.fly): an answer in time
 // is Reported (unless a Run already did), observed by the hedge estimator
 // and lifts the slow mark; no answer by the deadline marks the pod slow.
 func (p *vprober) land(fi int32) {
 	f := &p.fl[fi]
 	if f.ok {
-		if !f.reported {
-			f.reported = true
-			l := f.load
-			l.At = epoch.Add(f.land)
-			p.rep.backends[f.pod].State().Report(&l)
-		}
+		p.report(f)
 		p.est.Observe(f.land - f.sent)
 		p.slowUntil[f.pod] = 0
 	} else {
