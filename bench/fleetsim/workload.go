@@ -140,9 +140,17 @@ func (s *source) next() (Job, bool) {
 // bench.Workload.Build with sizes, as bench.Run draws them), as jobs: the
 // validation runs replay exactly what the live bench sends.
 func BenchJobs(sizes string, rate float64, dur time.Duration, seed int64, blockSize int) []Job {
+	w := bench.Workload{Model: vllmsim.DefaultConfig().Model, PromptChars: [2]int{400, 1600}, MaxTokens: [2]int{16, 48}, Sizes: sizes, MaxModelLen: 8192}
+	return benchJobs(w, rate, dur, seed, blockSize, false)
+}
+
+// benchJobs draws w's requests at rate for dur with seed as bench.Run does
+// (bench.Arrivals, then w.Build) and turns them into jobs: a prompt of
+// exact size as its token count, any other as its text's block hashes
+// (and, withText, the text itself, for routing on prefix hashes).
+func benchJobs(w bench.Workload, rate float64, dur time.Duration, seed int64, blockSize int, withText bool) []Job {
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x73636864))
 	arr := bench.Arrivals([]bench.Segment{{Rate: rate, Dur: dur}}, 1, rng)
-	w := bench.Workload{Model: vllmsim.DefaultConfig().Model, PromptChars: [2]int{400, 1600}, MaxTokens: [2]int{16, 48}, Sizes: sizes, MaxModelLen: 8192}
 	reqs := w.Build(arr, nil, uint64(seed))
 	jobs := make([]Job, len(reqs))
 	for i, r := range reqs {
@@ -151,6 +159,9 @@ func BenchJobs(sizes string, rate float64, dur time.Duration, seed int64, blockS
 			p = vllmsim.HashText(blockSize, "", "", r.Prompt)
 		}
 		jobs[i] = Job{At: r.At, Prompt: p, MaxTokens: r.MaxTokens}
+		if withText {
+			jobs[i].Text = r.Prompt
+		}
 	}
 	return jobs
 }
@@ -175,14 +186,7 @@ func PrefixWorkload() Workload {
 // each prompt's text, so that replicas route on prefix hashes and pods
 // hit their prefix caches.
 func PrefixJobs(rate float64, dur time.Duration, seed int64, blockSize int) []Job {
-	rng := rand.New(rand.NewPCG(uint64(seed), 0x73636864))
-	arr := bench.Arrivals([]bench.Segment{{Rate: rate, Dur: dur}}, 1, rng)
 	w := bench.Workload{Model: vllmsim.DefaultConfig().Model, PromptChars: [2]int{200, 600}, MaxTokens: [2]int{16, 48},
 		Sizes: bench.SizesUniform, MaxModelLen: 8192, SystemPrompt: 8, SystemChars: 3000}
-	reqs := w.Build(arr, nil, uint64(seed))
-	jobs := make([]Job, len(reqs))
-	for i, r := range reqs {
-		jobs[i] = Job{At: r.At, Prompt: vllmsim.HashText(blockSize, "", "", r.Prompt), MaxTokens: r.MaxTokens, Text: r.Prompt}
-	}
-	return jobs
+	return benchJobs(w, rate, dur, seed, blockSize, true)
 }
