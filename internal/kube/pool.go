@@ -14,9 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -50,16 +48,7 @@ func newPoolSource(dyn dynamic.Interface, pods corev1client.PodsGetter, k config
 	// resourceName (list and watch with a metadata.name field selector).
 	byName := fields.OneTermEqualSelector("metadata.name", k.InferencePool).String()
 	api := dyn.Resource(InferencePoolGVR).Namespace(k.Namespace)
-	inf := w.informer(
-		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = byName
-			return api.List(ctx, o)
-		},
-		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = byName
-			return api.Watch(ctx, o)
-		},
-		&unstructured.Unstructured{})
+	inf := informerOf(w, api, func(o *metav1.ListOptions) { o.FieldSelector = byName }, &unstructured.Unstructured{})
 	return &poolSource{k: k, w: w, pods: pods, pool: inf}
 }
 
@@ -181,16 +170,7 @@ func (s *poolSource) watchPods(ctx context.Context, sel string) {
 	}
 	s.selector = sel
 	api := s.pods.Pods(s.k.Namespace)
-	inf := s.w.informer(
-		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.LabelSelector = sel
-			return api.List(ctx, o)
-		},
-		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.LabelSelector = sel
-			return api.Watch(ctx, o)
-		},
-		&corev1.Pod{})
+	inf := informerOf(s.w, api, func(o *metav1.ListOptions) { o.LabelSelector = sel }, &corev1.Pod{})
 	pctx, cancel := context.WithCancel(ctx)
 	s.podInf, s.podCancel = inf, cancel
 	s.w.runInformer(pctx, inf)

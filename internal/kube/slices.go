@@ -9,8 +9,6 @@ import (
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	discoveryv1client "k8s.io/client-go/kubernetes/typed/discovery/v1"
 	"k8s.io/client-go/tools/cache"
 
@@ -31,16 +29,7 @@ type sliceSource struct {
 func newSliceSource(c discoveryv1client.EndpointSlicesGetter, k config.Kubernetes, w *watcher) *sliceSource {
 	sel := discoveryv1.LabelServiceName + "=" + k.Service
 	api := c.EndpointSlices(k.Namespace)
-	inf := w.informer(
-		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.LabelSelector = sel
-			return api.List(ctx, o)
-		},
-		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.LabelSelector = sel
-			return api.Watch(ctx, o)
-		},
-		&discoveryv1.EndpointSlice{})
+	inf := informerOf(w, api, func(o *metav1.ListOptions) { o.LabelSelector = sel }, &discoveryv1.EndpointSlice{})
 	return &sliceSource{k: k, w: w, inf: inf, warned: make(map[string]bool)}
 }
 

@@ -138,18 +138,27 @@ func (w *watcher) handler() cache.ResourceEventHandler {
 	}
 }
 
-// informer builds a shared informer over list and watch (whose calls report
-// the connection's health) for objects of example's type, signalling w.
-func (w *watcher) informer(list func(context.Context, metav1.ListOptions) (runtime.Object, error),
-	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error), example runtime.Object) cache.SharedIndexInformer {
+// lister is the List and Watch of one resource's client, typed or dynamic
+// (L is its list type).
+type lister[L runtime.Object] interface {
+	List(context.Context, metav1.ListOptions) (L, error)
+	Watch(context.Context, metav1.ListOptions) (watch.Interface, error)
+}
+
+// informerOf builds a shared informer signalling w over api, every list
+// and watch narrowed by sel (a label or field selector) and reporting the
+// connection's health, for objects of example's type.
+func informerOf[L runtime.Object](w *watcher, api lister[L], sel func(*metav1.ListOptions), example runtime.Object) cache.SharedIndexInformer {
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			obj, err := list(ctx, o)
+			sel(&o)
+			obj, err := api.List(ctx, o)
 			w.health(ctx, err)
 			return obj, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			wi, err := watchFn(ctx, o)
+			sel(&o)
+			wi, err := api.Watch(ctx, o)
 			w.health(ctx, err)
 			return wi, err
 		},
