@@ -34,6 +34,11 @@ type OverheadOptions struct {
 	// each probegate target taken while wrk loads it
 	// (TARGET.cpu.pprof, TARGET.allocs.pprof).
 	ProfileDir string
+	// Repeat is the number of rounds (0 or 1: one). Each round measures
+	// every target once, in turn, the order reversed every other round, so
+	// that drift on a shared machine reaches every target alike; each
+	// target then reports the median of its rounds (see medianOfRounds).
+	Repeat int
 	// Pin places the load generators on one CPU and each target with its
 	// upstreams on the others (see PinInfo); the upstreams then run as
 	// child processes. Where that is impossible the run goes on unpinned
@@ -55,6 +60,10 @@ type OverheadResult struct {
 	StreamsOpened int     `json:"streams_opened"`
 	RSSNote       string  `json:"rss_note,omitempty"`
 	Install       string  `json:"install"`
+	// Rounds is the number of rounds of a -repeat run (omitted for one):
+	// every figure of Targets is then the median of the target's rounds,
+	// which each target lists in its own Rounds.
+	Rounds int `json:"rounds,omitempty"`
 	// Pin is the placement of a -pin run (nil: not pinned; every process
 	// may run on every CPU and the upstreams share this process).
 	Pin *PinInfo `json:"pin,omitempty"`
@@ -88,6 +97,11 @@ type OverheadTarget struct {
 	CoalescedPerRequest float64 `json:"coalesced_per_request,omitempty"`
 	// Vegeta holds the open-loop runs, one per VegetaRates entry.
 	Vegeta []VegetaRun `json:"vegeta,omitempty"`
+	// Rounds holds, in a run of several rounds, this target's figures in
+	// each round (round 1 first; a round whose target did not start has
+	// only Error), with its ratios to the same round's nginx and direct.
+	// The figures above are then their medians.
+	Rounds []OverheadTarget `json:"rounds,omitempty"`
 }
 
 func (o *OverheadResult) target(name string) *OverheadTarget {
@@ -371,100 +385,33 @@ func RunOverhead(ctx context.Context, o OverheadOptions) (*OverheadResult, error
 		logf("overhead: skipped: %s", s)
 	}
 	if o.Progress != nil {
-		o.Progress.AddRuns(len(targets) + 1)
+		o.Progress.AddRuns(len(targets)*max(o.Repeat, 1) + 1)
 	}
 	luaPath := filepath.Join(tmp, "post.lua")
 	_ = os.WriteFile(luaPath, []byte("wrk.method = \"POST\"\nwrk.body = '"+overheadBody+"'\nwrk.headers[\"Content-Type\"] = \"application/json\"\n"), 0o644)
 
-	for _, t := range targets {
-		if ctx.Err() != nil {
-			break
+	m := &overheadMeasure{wrk: wrk, wrkErr: wrkErr, lua: luaPath, addr: upAddrs[0], conc: res.Concurrency, dur: dur, vdur: vdur, logf: logf}
+	rounds := max(o.Repeat, 1)
+	res.Targets = measureRounds(ctx, len(targets), rounds, func(i, r int) OverheadTarget {
+		t := targets[i]
+		label := "overhead/" + t.name
+		if rounds > 1 {
+			label += fmt.Sprintf(" (round %d/%d)", r+1, rounds)
 		}
 		if o.Progress != nil {
-			o.Progress.Begin("overhead/"+t.name, 0)
+			o.Progress.Begin(label, 0)
+			defer o.Progress.End()
 		}
-		ot := OverheadTarget{Name: t.name}
-		addr := upAddrs[0]
-		var c *child
-		if t.start != nil {
-			c, err = t.start()
-			if err != nil {
-				ot.Error = err.Error()
-				res.Targets = append(res.Targets, ot)
-				logf("overhead: %s: %v", t.name, err)
-				if o.Progress != nil {
-					o.Progress.End()
-				}
-				continue
-			}
-			addr = c.addr
+		profDir := ""
+		if r == 0 {
+			profDir = o.ProfileDir
 		}
-		url := "http://" + addr + "/v1/completions"
-		if wrkErr == nil {
-			wait := func() error { return nil }
-			if o.ProfileDir != "" && c != nil && c.admin != "" {
-				wait = profileDuring(ctx, c.admin, o.ProfileDir, t.name, dur-time.Second)
-			}
-			cpu0 := c.cpu()
-			ot.WrkRPS, ot.WrkLatency, err = runWrk(ctx, wrk, luaPath, url, res.Concurrency, dur)
-			if err != nil {
-				ot.Error = "wrk: " + err.Error()
-			}
-			if cpu := c.cpu() - cpu0; cpu > 0 && ot.WrkRPS > 0 {
-				ot.WrkCPUusPerReq = round3(float64(cpu.Microseconds()) / (ot.WrkRPS * dur.Seconds()))
-			}
-			if err := wait(); err != nil {
-				logf("overhead: %v", err)
-			}
-		}
-		ot.GoRPS, ot.GoLatency, ot.GoErrors = goFixedConcurrency(ctx, addr, res.Concurrency, dur)
-		if c != nil && c.admin != "" {
-			if pc, err := readProbeCounts(ctx, c.admin); err == nil && pc.requests > 0 {
-				ot.ProbesPerRequest = round3(pc.sent / pc.requests)
-				ot.CoalescedPerRequest = round3(pc.coalesced / pc.requests)
-			}
-		}
-		for _, rate := range VegetaRates {
-			if ctx.Err() != nil {
-				break
-			}
-			var before probeCounts
-			var beforeErr error
-			if c != nil && c.admin != "" {
-				before, beforeErr = readProbeCounts(ctx, c.admin)
-			}
-			cpu0 := c.cpu()
-			v := runVegeta(ctx, url, rate, vdur)
-			if cpu := c.cpu() - cpu0; cpu > 0 && v.Requests > 0 {
-				v.CPUusPerReq = round3(float64(cpu.Microseconds()) / float64(v.Requests))
-			}
-			if c != nil && c.admin != "" && beforeErr == nil {
-				if after, err := readProbeCounts(ctx, c.admin); err == nil {
-					v.noteProbes(after.minus(before))
-				}
-			}
-			logf("overhead: %-26s vegeta %5d req/s offered: %8.0f sent, p50 %6.2f ms p99 %7.2f ms, %.1f%% ok, cpu %.1f us/req, probes/req %.3f timeouts/req %.3f coalesced/req %.3f", t.name, rate, v.AchievedRPS, v.Latency.P50, v.Latency.P99, 100*v.Success, v.CPUusPerReq, v.ProbesPerRequest, v.TimeoutsPerRequest, v.CoalescedPerRequest)
-			ot.Vegeta = append(ot.Vegeta, v)
-		}
-		c.Stop()
-		logf("overhead: %-26s wrk %8.0f req/s p99 %6.2f ms cpu %5.1f us/req | go %8.0f req/s p99 %6.2f ms | probes/req %.3f coalesced/req %.3f", t.name, ot.WrkRPS, ot.WrkLatency.P99, ot.WrkCPUusPerReq, ot.GoRPS, ot.GoLatency.P99, ot.ProbesPerRequest, ot.CoalescedPerRequest)
-		res.Targets = append(res.Targets, ot)
-		if o.Progress != nil {
-			o.Progress.End()
-		}
+		return m.target(ctx, t.name, t.start, profDir)
+	})
+	if rounds > 1 {
+		res.Rounds = rounds
 	}
-	ng, dir := res.target("nginx"), res.target("direct")
-	for i := range res.Targets {
-		t := &res.Targets[i]
-		if ng != nil {
-			t.VsNginxWrk, t.VsNginxGo = round3(ratio(t.WrkRPS, ng.WrkRPS)), round3(ratio(t.GoRPS, ng.GoRPS))
-			t.P99VsNginx = round3(ratio(t.GoLatency.P99, ng.GoLatency.P99))
-		}
-		if dir != nil {
-			t.VsDirectWrk, t.VsDirectGo = round3(ratio(t.WrkRPS, dir.WrkRPS)), round3(ratio(t.GoRPS, dir.GoRPS))
-			t.P99VsDirect = round3(ratio(t.GoLatency.P99, dir.GoLatency.P99))
-		}
-	}
+	setRatios(res.Targets)
 
 	// RSS of probegate (least_inflight) holding o.Streams idle streams.
 	if bin != "" && ctx.Err() == nil {
@@ -485,6 +432,88 @@ func RunOverhead(ctx context.Context, o OverheadOptions) (*OverheadResult, error
 		}
 	}
 	return res, nil
+}
+
+// overheadMeasure holds what measuring one target of the overhead scenario
+// needs: wrk (wrkErr: why it is missing), its Lua script, the address of
+// direct (the first upstream), the connections and the durations.
+type overheadMeasure struct {
+	wrk       string
+	wrkErr    error
+	lua, addr string
+	conc      int
+	dur, vdur time.Duration
+	logf      func(string, ...any)
+}
+
+// target starts one target (start nil: direct, no proxy), measures it once
+// with wrk, the Go generator and vegeta at each of VegetaRates, and stops
+// it. With profDir set, probegate targets are profiled under wrk. A target
+// that does not start is returned with only Error set.
+func (m *overheadMeasure) target(ctx context.Context, name string, start func() (*child, error), profDir string) OverheadTarget {
+	ot := OverheadTarget{Name: name}
+	addr := m.addr
+	var c *child
+	if start != nil {
+		var err error
+		if c, err = start(); err != nil {
+			ot.Error = err.Error()
+			m.logf("overhead: %s: %v", name, err)
+			return ot
+		}
+		addr = c.addr
+	}
+	defer c.Stop()
+	url := "http://" + addr + "/v1/completions"
+	if m.wrkErr == nil {
+		wait := func() error { return nil }
+		if profDir != "" && c != nil && c.admin != "" {
+			wait = profileDuring(ctx, c.admin, profDir, name, m.dur-time.Second)
+		}
+		cpu0 := c.cpu()
+		var err error
+		ot.WrkRPS, ot.WrkLatency, err = runWrk(ctx, m.wrk, m.lua, url, m.conc, m.dur)
+		if err != nil {
+			ot.Error = "wrk: " + err.Error()
+		}
+		if cpu := c.cpu() - cpu0; cpu > 0 && ot.WrkRPS > 0 {
+			ot.WrkCPUusPerReq = round3(float64(cpu.Microseconds()) / (ot.WrkRPS * m.dur.Seconds()))
+		}
+		if err := wait(); err != nil {
+			m.logf("overhead: %v", err)
+		}
+	}
+	ot.GoRPS, ot.GoLatency, ot.GoErrors = goFixedConcurrency(ctx, addr, m.conc, m.dur)
+	if c != nil && c.admin != "" {
+		if pc, err := readProbeCounts(ctx, c.admin); err == nil && pc.requests > 0 {
+			ot.ProbesPerRequest = round3(pc.sent / pc.requests)
+			ot.CoalescedPerRequest = round3(pc.coalesced / pc.requests)
+		}
+	}
+	for _, rate := range VegetaRates {
+		if ctx.Err() != nil {
+			break
+		}
+		var before probeCounts
+		var beforeErr error
+		if c != nil && c.admin != "" {
+			before, beforeErr = readProbeCounts(ctx, c.admin)
+		}
+		cpu0 := c.cpu()
+		v := runVegeta(ctx, url, rate, m.vdur)
+		if cpu := c.cpu() - cpu0; cpu > 0 && v.Requests > 0 {
+			v.CPUusPerReq = round3(float64(cpu.Microseconds()) / float64(v.Requests))
+		}
+		if c != nil && c.admin != "" && beforeErr == nil {
+			if after, err := readProbeCounts(ctx, c.admin); err == nil {
+				v.noteProbes(after.minus(before))
+			}
+		}
+		m.logf("overhead: %-26s vegeta %5d req/s offered: %8.0f sent, p50 %6.2f ms p99 %7.2f ms, %.1f%% ok, cpu %.1f us/req, probes/req %.3f timeouts/req %.3f coalesced/req %.3f", name, rate, v.AchievedRPS, v.Latency.P50, v.Latency.P99, 100*v.Success, v.CPUusPerReq, v.ProbesPerRequest, v.TimeoutsPerRequest, v.CoalescedPerRequest)
+		ot.Vegeta = append(ot.Vegeta, v)
+	}
+	m.logf("overhead: %-26s wrk %8.0f req/s p99 %6.2f ms cpu %5.1f us/req | go %8.0f req/s p99 %6.2f ms | probes/req %.3f coalesced/req %.3f", name, ot.WrkRPS, ot.WrkLatency.P99, ot.WrkCPUusPerReq, ot.GoRPS, ot.GoLatency.P99, ot.ProbesPerRequest, ot.CoalescedPerRequest)
+	return ot
 }
 
 // raiseNoFile lifts the open-files limit (inherited by the children): 10,000
@@ -882,6 +911,9 @@ func overheadReport(o *OverheadResult) string {
 	} else {
 		b.WriteString("Not pinned: every process may run on every CPU; the upstreams run in the bench's process.\n\n")
 	}
+	if o.Rounds > 1 {
+		fmt.Fprintf(&b, "Medians of %d rounds: each round measured every target once, in turn (the order reversed every other round), so that the machine's drift reached all alike; the ranges are in the table after this one, each round's figures in results.json (`targets[].rounds`).\n\n", o.Rounds)
+	}
 	for _, s := range o.Skipped {
 		fmt.Fprintf(&b, "> Skipped: %s\n\n", s)
 	}
@@ -895,6 +927,7 @@ func overheadReport(o *OverheadResult) string {
 			t.Name, t.WrkRPS, t.WrkLatency.P50, t.WrkLatency.P99, t.WrkCPUusPerReq, t.ProbesPerRequest, t.CoalescedPerRequest, t.GoRPS, t.GoLatency.P50, t.GoLatency.P99,
 			t.VsNginxWrk, t.VsNginxGo, t.VsDirectWrk, t.VsDirectGo, t.P99VsNginx, t.P99VsDirect)
 	}
+	b.WriteString(roundsReport(o))
 	b.WriteString(vegetaReport(o))
 	if o.IdleStreams > 0 {
 		per := 0.0

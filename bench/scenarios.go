@@ -37,6 +37,9 @@ type Options struct {
 	// Pin runs the overhead scenario with the load generators on one CPU
 	// and every target with its upstreams on the others (see PinInfo).
 	Pin bool
+	// Repeat is the number of rounds of the overhead scenario (0 or 1:
+	// one; see OverheadOptions.Repeat).
+	Repeat int
 	// Sizes is the request size distribution of steady, spike and replicas
 	// (and of the capacity measurement): SizesLognormal (""), SizesUniform
 	// or SizesTrace.
@@ -511,7 +514,7 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 		}
 	}
 	if slices.Contains(names, "overhead") {
-		oh, err := RunOverhead(ctx, OverheadOptions{Quick: o.Quick, Log: logf, Progress: prog, ProfileDir: o.ProfileDir, Pin: o.Pin})
+		oh, err := RunOverhead(ctx, OverheadOptions{Quick: o.Quick, Log: logf, Progress: prog, ProfileDir: o.ProfileDir, Pin: o.Pin, Repeat: o.Repeat})
 		if err != nil {
 			res.Notes = append(res.Notes, "overhead: "+err.Error())
 		}

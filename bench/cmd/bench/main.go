@@ -3,6 +3,7 @@
 // load generator, and the baselines, side by side. See bench/README.md.
 //
 //	go run ./bench/cmd/bench [-scenario NAME|all] [-quick] [-out DIR] [-seed N]
+//	go run ./bench/cmd/bench -scenario overhead [-pin] [-repeat N] [-profile DIR]
 //	go run ./bench/cmd/bench -scenario trace -trace FILE [-trace-offset D] [-trace-load L | -trace-speed X]
 package main
 
@@ -39,6 +40,7 @@ func main() {
 	variants := fs.String("variants", "", "comma-separated scenario entries to run, e.g. trace_hetero_r1,steady_80 (default all of the selected scenarios)")
 	profile := fs.String("profile", "", "overhead: write CPU and allocation profiles of each probegate target under wrk to this directory (read with go tool pprof)")
 	pin := fs.Bool("pin", false, "overhead: run the load generators (wrk, vegeta, the Go generator) on the first CPU and each target with its upstreams on the others, the same for every target (Linux; needs 2 CPUs)")
+	repeat := fs.Int("repeat", 1, "overhead: measure every target this many rounds, interleaved (each round measures all targets in turn, the order reversed every other round) and report per target the median and min..max of the rounds; the goals use the medians")
 	noProgress := fs.Bool("no-progress", false, "no progress bar on stderr")
 	_ = fs.Parse(os.Args[1:])
 
@@ -47,7 +49,7 @@ func main() {
 	o := bench.Options{Scenario: *scenario, Quick: *quick, Out: *out, Seed: *seed, Seeds: *seeds,
 		Duration: *dur, Servers: *servers, Burstiness: *burst, Progress: os.Stderr, Log: os.Stderr,
 		Sizes: *sizes, TraceFile: *trace, TraceOffset: *traceOffset, TraceSpeed: *traceSpeed, TraceLoad: *traceLoad,
-		ProfileDir: *profile, Pin: *pin}
+		ProfileDir: *profile, Pin: *pin, Repeat: *repeat}
 	if *variants != "" {
 		o.Variants = strings.Split(*variants, ",")
 	}
