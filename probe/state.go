@@ -25,12 +25,14 @@ type State struct {
 	// Token work this proxy dispatched and has not seen done (work.go):
 	// prompt tokens of requests whose first response byte has not arrived,
 	// expected output tokens of requests not finished, and the learned
-	// prefill speed (float64 bits of an EWMA of nanoseconds per token; 0
-	// until the first sample). Updated with atomic adds and CAS.
+	// prefill speed (float64 bits of the median of the speed samples in
+	// speed, nanoseconds per token; 0 until the first sample). Updated
+	// with atomic adds and stores.
 	prefillPending atomic.Int64
 	prefillWaiting atomic.Int64 // requests counted in prefillPending
 	decodePending  atomic.Int64
 	nsPerToken     atomic.Uint64
+	speed          speedSamples
 
 	// Published with compare-and-swap by Report; never modified after.
 	latest atomic.Pointer[report]

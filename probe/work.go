@@ -2,12 +2,22 @@ package probe
 
 import (
 	"math"
+	"slices"
+	"sync/atomic"
 	"time"
 )
 
-// speedAlpha is the weight of a new sample in the per-backend prefill
-// speed EWMA (State.PrefillDone): about the last 10 requests count.
-const speedAlpha = 0.1
+// speedWindow is how many of a backend's latest speed samples its learned
+// speed is the median of (State.PrefillDone).
+const speedWindow = 16
+
+// speedSamples is the ring of a backend's latest speed samples, in
+// nanoseconds per prefill token. Writers claim a slot with an atomic add;
+// no lock.
+type speedSamples struct {
+	n     atomic.Uint64              // samples taken so far
+	slots [speedWindow]atomic.Uint64 // float64 bits; 0: not written yet
+}
 
 // minSpeedTokens is the least prefill work a speed sample must cover: the
 // time to first byte of a short prompt is network, scheduling and seat
@@ -30,27 +40,43 @@ func (s *State) AddWork(prefill, decode int64) {
 }
 
 // PrefillDone records that a request's first response byte arrived:
-// prefill of its prefill tokens is over. If tokens >= minSpeedTokens it is the prefill
-// work the request waited for (the tokens ahead of it when it was
-// dispatched plus its own), and elapsed/tokens updates the backend's
-// learned speed, an EWMA of nanoseconds per prefill token.
+// prefill of its prefill tokens is over. If tokens >= minSpeedTokens it is
+// the prefill work the request waited for (the tokens ahead of it when it
+// was dispatched plus its own), and elapsed/tokens is a speed sample: the
+// backend's learned speed becomes the median of its latest speedWindow
+// samples, in nanoseconds per prefill token.
+//
+// A median, not a mean: a sample is a time to first byte, and one that a
+// scheduling stall, a GC pause or work this proxy could not see (other
+// clients' requests in prefill) made several times too long would move a
+// mean by a tenth of its excess for the next ten requests; the median
+// moves only once such samples are half the window. It does not allocate
+// and takes no lock; concurrent calls may publish their medians out of
+// order, each over a window at most a few samples apart.
 func (s *State) PrefillDone(prefill int64, elapsed time.Duration, tokens float64) {
 	s.prefillWaiting.Add(-1)
 	s.prefillPending.Add(-prefill)
 	if tokens < minSpeedTokens || elapsed <= 0 {
 		return
 	}
-	sample := float64(elapsed) / tokens
-	for {
-		old := s.nsPerToken.Load()
-		next := sample
-		if old != 0 {
-			next = (1-speedAlpha)*math.Float64frombits(old) + speedAlpha*sample
-		}
-		if s.nsPerToken.CompareAndSwap(old, math.Float64bits(next)) {
-			return
+	sp := &s.speed
+	i := sp.n.Add(1) - 1
+	sp.slots[i%speedWindow].Store(math.Float64bits(float64(elapsed) / tokens))
+	var buf [speedWindow]float64
+	n := 0
+	for j := range sp.slots {
+		if b := sp.slots[j].Load(); b != 0 {
+			buf[n] = math.Float64frombits(b)
+			n++
 		}
 	}
+	w := buf[:n]
+	slices.Sort(w)
+	med := w[n/2]
+	if n%2 == 0 {
+		med = (w[n/2-1] + med) / 2
+	}
+	s.nsPerToken.Store(math.Float64bits(med))
 }
 
 // DoneWork records the end of a request: prefill and decode are what

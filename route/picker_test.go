@@ -413,3 +413,43 @@ func TestSpeedBandSteersAwayFromSlowBackend(t *testing.T) {
 		}
 	}
 }
+
+// Tokens mode on two identical backends this proxy learned at 100 us a
+// token: the idle one wins against one with a request running, even after
+// three of its 15 first bytes were stalled 10x by the machine (the learned
+// speed is a median: a mean over the last ten would make it 3.4x slower and
+// send every request to the busier backend).
+func TestTokensModeShrugsOffStalledFirstBytes(t *testing.T) {
+	for _, pol := range []string{config.PolicyCached, config.PolicyProbe} {
+		pool, bs := testPool(2)
+		for i, b := range bs {
+			l := probe.Load{Running: i, Waiting: 0, KVUse: 0.3, ServerLoad: -1, At: pickT0, Source: probe.SourceScrape}
+			b.State().Report(&l)
+			for j := range 15 {
+				d := 100 * time.Millisecond // 100 us a token over 1,000
+				if i == 0 && j >= 12 {
+					d *= 10
+				}
+				b.State().AddWork(1000, 0)
+				b.State().PrefillDone(1000, d, 1000)
+			}
+		}
+		pc := testPickerConfig(pol)
+		pc.Load.Tokens = true
+		pk := mustPicker(t, pc, pool, Deps{Memory: &Memory{}, Rand: seeded(9), Now: pickNow})
+		s := NewScratch()
+		idle := 0
+		for range 200 {
+			b, _, err := pk.Pick(context.Background(), &RequestInfo{PromptTokens: 1000}, nil, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b == bs[0] {
+				idle++
+			}
+		}
+		if idle != 200 {
+			t.Errorf("%s: the idle backend got %d of 200 picks, want all", pol, idle)
+		}
+	}
+}
