@@ -37,6 +37,11 @@ import (
 //	StuckProbePods   0         pods (the last ones) whose load endpoint is stuck:
 //	                           every probe to them takes StuckProbeDelay more
 //	StuckProbeDelay  50ms      (scrapes and requests are served as usual)
+//	SpeedJitter      0         mean extra delay (exponential) with which a
+//	SpeedJitterP     0         share SpeedJitterP of first bytes reach the
+//	                           replica's speed sample (not the client): the
+//	                           scheduling delays of a shared machine, as noise
+//	                           on the learned speed (route.load.learn_speed)
 //
 // A probe's answer describes the pod as it is when the probe is sent (the pod
 // changes only at engine step boundaries, 6-15 ms apart, and on arrivals; the
@@ -60,6 +65,12 @@ type Params struct {
 	// skipped_slow rule is for.
 	StuckProbePods  int
 	StuckProbeDelay time.Duration
+	// SpeedJitter and SpeedJitterP: a share SpeedJitterP of first bytes
+	// reach the replica's token-work accounting (its speed sample) an
+	// exponential delay of mean SpeedJitter late; the client's TTFT is not
+	// delayed. 0: none (and no random draw).
+	SpeedJitter  time.Duration
+	SpeedJitterP float64
 }
 
 // DefaultParams returns the documented defaults of Params (an in-cluster

@@ -40,6 +40,7 @@ type replica struct {
 	clock    *vclock
 	prober   *vprober // nil unless the policy probes
 	rng      *rand.Rand
+	jitter   *rand.Rand // Params.SpeedJitter's draws (nil: none)
 	info     route.RequestInfo
 	scrape   probe.ScrapeConfig
 	scrapes  bool // the policy reads reports: scrape loops run
@@ -198,7 +199,16 @@ var sseFrame = []byte("data: {}\n\n")
 
 // firstByte records that req's first response bytes passed the replica.
 func (r *replica) firstByte(req *request) {
-	req.work.SawBytes(r.backends[req.pod], sseFrame, r.clock.now())
+	now := r.clock.now()
+	if p := &r.s.cfg.Params; p.SpeedJitter > 0 && p.SpeedJitterP > 0 {
+		if r.jitter == nil {
+			r.jitter = rand.New(rand.NewPCG(r.s.cfg.Seed, uint64(r.idx)+0x6a6974746572))
+		}
+		if r.jitter.Float64() < p.SpeedJitterP {
+			now = now.Add(time.Duration(r.jitter.ExpFloat64() * float64(p.SpeedJitter)))
+		}
+	}
+	req.work.SawBytes(r.backends[req.pod], sseFrame, now)
 }
 
 // finish records that req ended at this replica, with the ORCA header of

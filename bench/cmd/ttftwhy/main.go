@@ -38,7 +38,11 @@ func main() {
 	top := flag.Float64("top", 1, "the tail analysed, in percent of requests")
 	offset := flag.Duration("offset", 3*time.Minute, "trace time of the first replayed row (the live bench's -trace-offset)")
 	sizes := flag.String("workload", "trace", "trace (the calibrated replay, seed k the k-th window), lognormal (Poisson arrivals, the bench's default sizes: steady_80 is 8 pods, -slowdown 1, -rate 18) or prefix (the bench's prefix scenario: 8 pods, -slowdown 1, -rate 48.6)")
+	jitter := flag.Duration("speed-jitter", 0, "fleetsim Params.SpeedJitter: mean extra delay of the replica's first-byte observation (speed sample noise)")
+	jitterP := flag.Float64("speed-jitter-p", 0, "fleetsim Params.SpeedJitterP: share of first bytes observed late")
 	flag.Parse()
+	params := fleetsim.LoopbackParams()
+	params.SpeedJitter, params.SpeedJitterP = *jitter, *jitterP
 
 	w, err := fleetsim.TraceWorkload(*trace)
 	if err != nil {
@@ -76,7 +80,7 @@ func main() {
 					jobs = fleetsim.PrefixJobs(*rate, *dur, int64(k), sim.BlockSize)
 				}
 				cfg := fleetsim.Config{Jobs: jobs, Pods: *pods, Replicas: r, Strategy: st, Workload: w, Rate: *rate, Duration: *dur, Warmup: *warm,
-					Sim: sim, Slowdown: fleetsim.BenchSlowdown, Params: fleetsim.LoopbackParams(), Seed: uint64(k), PodSlowdown: ps,
+					Sim: sim, Slowdown: fleetsim.BenchSlowdown, Params: params, Seed: uint64(k), PodSlowdown: ps,
 					Record: func(rec *fleetsim.Record) { sr = append(sr, rec) }}
 				if _, err := fleetsim.Run(cfg); err != nil {
 					fail(fmt.Errorf("%s seed %d: %w", st, k, err))
