@@ -72,9 +72,14 @@ type StrategyResult struct {
 	Behind            bool               `json:"generator_behind"`
 	Seeds             int                `json:"seeds"`
 	TTFTP99BySeed     []float64          `json:"ttft_p99_by_seed"`
-	Steps             []StepResult       `json:"steps,omitempty"`
-	Direct            *DirectResult      `json:"direct,omitempty"`
-	ErrorSample       string             `json:"error_sample,omitempty"`
+	// LearnedSpeedRatio is the p10, p50 and p90, over 20 ms samples of
+	// every proxy in every seed, of the proxy's learned time per prefill
+	// token of the last server over the others' mean (RunResult.
+	// SpeedRatios); absent when never learned.
+	LearnedSpeedRatio []float64     `json:"learned_speed_ratio_p10_p50_p90,omitempty"`
+	Steps             []StepResult  `json:"steps,omitempty"`
+	Direct            *DirectResult `json:"direct,omitempty"`
+	ErrorSample       string        `json:"error_sample,omitempty"`
 
 	ttftSamples []float64 // pooled TTFTs in ms, for the CDF plots (not in JSON)
 }
@@ -109,7 +114,9 @@ func aggregate(name string, runs []*RunResult, schedDur time.Duration, offered f
 		n, e int
 	}, len(stepLoads))
 	var derr, dn int
+	var ratios []float64
 	for _, rr := range runs {
+		ratios = append(ratios, rr.SpeedRatios...)
 		var seedTTFT []time.Duration
 		for i := range rr.Outcomes {
 			o := &rr.Outcomes[i]
@@ -170,6 +177,11 @@ func aggregate(name string, runs []*RunResult, schedDur time.Duration, offered f
 		sr.Preemptions += rr.Preempt
 	}
 	n := float64(max(len(runs), 1))
+	if len(ratios) > 0 {
+		for _, q := range []float64{10, 50, 90} {
+			sr.LearnedSpeedRatio = append(sr.LearnedSpeedRatio, round3(Percentile(ratios, q)))
+		}
+	}
 	sr.TTFT = quantilesMs(ttft, true)
 	for _, d := range ttft {
 		sr.ttftSamples = append(sr.ttftSamples, float64(d)/1e6)

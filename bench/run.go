@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/probegate/probegate/internal/vllmsim"
+	"github.com/probegate/probegate/route"
 )
 
 // Setup is the live system one run measures: the fleet, its faults and how
@@ -30,6 +31,11 @@ type RunResult struct {
 	PrefixH    int64
 	Preempt    int64
 	Wall       time.Duration // first send to last completion
+	// SpeedRatios samples, every 20 ms and for each proxy, its learned
+	// time per prefill token (route.load.learn_speed) of the last server
+	// over the mean of the others', when both are learned: the slow one
+	// over the rest in the hetero entries, noise around 1 elsewhere.
+	SpeedRatios []float64
 }
 
 // RunOne starts a fresh fleet and fresh proxies for strategy, replays reqs
@@ -73,6 +79,7 @@ func RunOne(ctx context.Context, su Setup, strategy string, reqs []Req, perReq t
 	sctx, stop := context.WithCancel(ctx)
 	qsum := make([]float64, len(servers))
 	var samples int
+	var ratios []float64
 	var sw sync.WaitGroup
 	sw.Add(1)
 	go func() {
@@ -89,6 +96,11 @@ func RunOne(ctx context.Context, su Setup, strategy string, reqs []Req, perReq t
 					qsum[i] += float64(st.Running + st.Waiting)
 				}
 				samples++
+				for _, p := range proxies {
+					if r, ok := speedRatio(p.P.Pool().Backends()); ok {
+						ratios = append(ratios, r)
+					}
+				}
 			}
 		}
 	}()
@@ -98,7 +110,7 @@ func RunOne(ctx context.Context, su Setup, strategy string, reqs []Req, perReq t
 	stop()
 	sw.Wait()
 
-	rr := &RunResult{Strategy: strategy, Outcomes: outs, Wall: wall}
+	rr := &RunResult{Strategy: strategy, Outcomes: outs, Wall: wall, SpeedRatios: ratios}
 	for _, p := range proxies {
 		ps, err := ReadProxyStats(p.P.Gatherer())
 		if err != nil {
@@ -150,4 +162,25 @@ func MeasureCapacity(ctx context.Context, su Setup, reqs []Req, warm, dur time.D
 		return 0, fmt.Errorf("capacity: no request completed (%d outcomes)", len(outs))
 	}
 	return float64(ok) / dur.Seconds(), nil
+}
+
+// speedRatio returns the learned time per prefill token of the last of bs
+// over the mean of the others' learned ones, and false while the last or
+// none of the others is learned.
+func speedRatio(bs []*route.Backend) (float64, bool) {
+	if len(bs) < 2 {
+		return 0, false
+	}
+	_, _, last := bs[len(bs)-1].State().Work()
+	sum, n := 0.0, 0
+	for _, b := range bs[:len(bs)-1] {
+		if _, _, ns := b.State().Work(); ns > 0 {
+			sum += ns
+			n++
+		}
+	}
+	if last <= 0 || n == 0 {
+		return 0, false
+	}
+	return last / (sum / float64(n)), true
 }
