@@ -77,7 +77,7 @@ func newReplica(s *sim, idx int, strategy string, addrs []string, seed uint64) (
 		urls[i] = "http://" + a
 	}
 	base := strategy
-	if isIdeal(strategy) {
+	if isIdeal(strategy) || isReplay(strategy) {
 		base = bench.Oracle
 	}
 	cfg, err := bench.StrategyConfig(base, urls)
@@ -136,6 +136,9 @@ func newReplica(s *sim, idx int, strategy string, addrs []string, seed uint64) (
 	}
 	if isIdeal(strategy) {
 		r.picker = &idealPicker{s: s, r: r, kind: strategy}
+	}
+	if isReplay(strategy) {
+		r.picker = &replayPicker{s: s, r: r, kind: strategy}
 	}
 	model := []byte(s.cfg.Sim.Model)
 	r.info = route.RequestInfo{JSON: true, Model: model, ModelHash: xxhash.Sum64(model), Stream: true, IgnoreEOS: true}

@@ -44,6 +44,8 @@ type Config struct {
 	// finishes, with every pod's state at its arrival (analysis runs: the
 	// snapshot replays each pod's engine forward, which is slow).
 	Record func(*Record)
+	// Ideal parameterizes the non-greedy ideal strategies (nongreedy.go).
+	Ideal IdealParams
 }
 
 // sim is the state of one run. It is driven by one goroutine.
@@ -60,6 +62,7 @@ type sim struct {
 	srcDone  bool
 	inflight int
 	m        *metrics
+	replay   *replayState // the replaying ideal strategies' knowledge
 	// probeDelay, when set (tests), adds to the round trip of every probe
 	// to a pod.
 	probeDelay func(pod int32) time.Duration
@@ -111,6 +114,9 @@ func newSim(cfg Config) (*sim, error) {
 			return nil, err
 		}
 		s.pods = append(s.pods, p)
+	}
+	if isReplay(cfg.Strategy) {
+		s.replay = newReplayState(cfg)
 	}
 	maxLen := min(s.pods[0].eng.Config().MaxModelLen, BenchMaxModelLen)
 	s.src = newSource(cfg.Workload, cfg.Rate, cfg.Duration, maxLen, cfg.Seed)

@@ -29,7 +29,13 @@ func main() {
 	rate := flag.Float64("rate", 8.1, "offered requests/s (the live bench's trace_hetero at -trace-load 0.7: 0.7 x 11.6)")
 	dur := flag.Duration("duration", 300*time.Second, "simulated arrival time per seed")
 	warm := flag.Duration("warmup", 10*time.Second, "arrivals before this are not measured")
-	seeds := flag.Int("seeds", 3, "seeds 1..N")
+	seeds := flag.Int("seeds", 3, "seeds first-seed .. first-seed+N-1")
+	first := flag.Int("first-seed", 1, "first seed (the trace workload: seed k replays the k-th window)")
+	var ideal fleetsim.IdealParams
+	flag.IntVar(&ideal.SizeTokens, "ideal-size", 0, "oracle_size: prompt tokens from which a slow pod must win by the margin (0: default)")
+	flag.Float64Var(&ideal.SizeMargin, "ideal-margin", 0, "oracle_size: the margin (0: default)")
+	flag.Float64Var(&ideal.Beta, "ideal-beta", 0, "oracle_look: weight of the own prefill time (0: default)")
+	flag.DurationVar(&ideal.Lost, "ideal-lost", 0, "oracle_triage: TTFT from which a request is given up (0: default)")
 	pods := flag.Int("pods", 4, "pods")
 	slow := flag.Float64("slowdown", 2, "the last pod's slowdown (1: homogeneous)")
 	reps := flag.String("replicas", "1,8", "replica counts")
@@ -70,17 +76,17 @@ func main() {
 			var recs []*fleetsim.Record
 			var bySeed []string
 			var winP99 []float64
-			for k := 1; k <= *seeds; k++ {
+			for k := *first; k < *first+*seeds; k++ {
 				var sr []*fleetsim.Record
 				var jobs []fleetsim.Job
 				switch *sizes {
 				case "trace":
-					jobs = traceJobs(w.Trace, *offset, int(*rate*dur.Seconds()), k, *dur)
+					jobs = fleetsim.CalibratedJobs(w.Trace, *offset, int(*rate*dur.Seconds()), k-1, *dur)
 				case "prefix":
 					jobs = fleetsim.PrefixJobs(*rate, *dur, int64(k), sim.BlockSize)
 				}
 				cfg := fleetsim.Config{Jobs: jobs, Pods: *pods, Replicas: r, Strategy: st, Workload: w, Rate: *rate, Duration: *dur, Warmup: *warm,
-					Sim: sim, Slowdown: fleetsim.BenchSlowdown, Params: params, Seed: uint64(k), PodSlowdown: ps,
+					Sim: sim, Slowdown: fleetsim.BenchSlowdown, Params: params, Seed: uint64(k), PodSlowdown: ps, Ideal: ideal,
 					Record: func(rec *fleetsim.Record) { sr = append(sr, rec) }}
 				if _, err := fleetsim.Run(cfg); err != nil {
 					fail(fmt.Errorf("%s seed %d: %w", st, k, err))
@@ -188,24 +194,6 @@ func main() {
 				100*onSlow/n, bench.Percentile(prompt, 50), bench.Percentile(queued, 50), bench.Percentile(waiting, 50), bench.Percentile(own, 50), bench.Percentile(best, 50), 100*unavoid/n, 100*allSlow/float64(len(recs)))
 		}
 	}
-}
-
-// traceJobs is the live bench's calibrated replay (bench trace scenario):
-// seed k replays the bench's k-th seed's window (bench.CalibratedTraceWindow
-// k-1) of n rows from the first at offset, spanning dur, its sizes capped
-// to the bench's model length.
-func traceJobs(rows []bench.TraceRow, offset time.Duration, n, seed int, dur time.Duration) []fleetsim.Job {
-	win := bench.CalibratedTraceWindow(rows, offset, n, seed-1, dur)
-	jobs := make([]fleetsim.Job, len(win))
-	for i, r := range win {
-		p, o := r.Prompt, r.Output
-		if p+o > fleetsim.BenchMaxModelLen {
-			o = max(fleetsim.BenchMaxModelLen-p, 1)
-			p = min(p, fleetsim.BenchMaxModelLen-o)
-		}
-		jobs[i] = fleetsim.Job{At: r.At, Prompt: vllmsim.Prompt{Tokens: p}, MaxTokens: o}
-	}
-	return jobs
 }
 
 func ttfts(rs []*fleetsim.Record) []float64 {
