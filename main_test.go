@@ -15,6 +15,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/probegate/probegate/internal/testutil"
 	"github.com/probegate/probegate/internal/vllmsim"
 )
 
@@ -200,5 +201,49 @@ func waitFor(t *testing.T, cond func() bool, what string) {
 			t.Fatalf("timed out waiting for: %s", what)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// -check reads upstream.tls's files and names the key of each problem.
+func TestCheckUpstreamTLS(t *testing.T) {
+	dir := t.TempDir()
+	ca := testutil.NewCA(t, "test CA")
+	client := ca.Client(t, "probegate")
+	caFile := testutil.WriteFile(t, dir, "ca.pem", ca.PEM())
+	certFile := testutil.WriteFile(t, dir, "client.pem", testutil.CertPEM(client))
+	keyFile := testutil.WriteFile(t, dir, "client-key.pem", testutil.KeyPEM(t, client))
+	otherKey := testutil.WriteFile(t, dir, "other-key.pem", testutil.KeyPEM(t, ca.Client(t, "other")))
+	missing := filepath.Join(dir, "missing.pem")
+	tests := []struct {
+		name, tls, want string
+	}{
+		{"valid", "ca_file: " + caFile + "\n    cert_file: " + certFile + "\n    key_file: " + keyFile + "\n    server_name: vllm.models.svc", ""},
+		{"ca_file missing", "ca_file: " + missing, `upstream.tls.ca_file: cannot read "` + missing + `": no such file or directory`},
+		{"ca_file without a certificate", "ca_file: " + keyFile, `upstream.tls.ca_file: "` + keyFile + `" holds no PEM certificate (a "CERTIFICATE" block)`},
+		{"cert without key", "cert_file: " + certFile, "upstream.tls.key_file: must be set with upstream.tls.cert_file (the client certificate's private key)"},
+		{"key without cert", "key_file: " + keyFile, "upstream.tls.cert_file: must be set with upstream.tls.key_file (the client certificate)"},
+		{"key of another certificate", "cert_file: " + certFile + "\n    key_file: " + otherKey, `upstream.tls.key_file: "` + otherKey + `" does not go with upstream.tls.cert_file "` + certFile + `": private key does not match public key`},
+		{"insecure with ca_file", "ca_file: " + caFile + "\n    insecure_skip_verify: true", "upstream.tls.insecure_skip_verify: must not be true together with upstream.tls.ca_file"},
+		{"server_name with a port", "server_name: vllm:8000", `upstream.tls.server_name: must be a host name or IP address (no scheme, port or path), got "vllm:8000"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "config.yaml")
+			cfg := "backends:\n  static: [\"https://10.0.0.7:8000\"]\nupstream:\n  tls:\n    " + tt.tls + "\n"
+			if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var out, errb bytes.Buffer
+			code := run([]string{"-config", path, "-check"}, &out, &errb, nil, nil)
+			if tt.want == "" {
+				if code != 0 {
+					t.Fatalf("exit %d, stderr %s", code, errb.String())
+				}
+				return
+			}
+			if code != 2 || !strings.Contains(errb.String(), "\n  "+tt.want) {
+				t.Fatalf("exit %d, stderr:\n%s\nwant exit 2 and the line %q", code, errb.String(), tt.want)
+			}
+		})
 	}
 }

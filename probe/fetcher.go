@@ -2,12 +2,16 @@ package probe
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/probegate/probegate/internal/upstreamtls"
 )
 
 // Endpoint is the backend endpoint a Fetcher reads load from.
@@ -72,7 +76,7 @@ const (
 )
 
 // HTTPFetcher fetches load over HTTP/1.1 with fasthttp (over TLS for a
-// State made by NewHTTPSState), keeping one pooled
+// State made by NewHTTPSState, configured by TLS), keeping one pooled
 // fasthttp.HostClient per backend (per State), created on first use. The
 // fetcher owns the transport; the State owns only load. The zero value is
 // ready to use; set the fields before the first Fetch and do not change
@@ -94,22 +98,57 @@ type HTTPFetcher struct {
 	MaxConns int
 	// Now stamps the answers. Optional. Default: time.Now.
 	Now func() time.Time
+	// TLS configures the connections to https backends: the proxy's
+	// upstream.tls, the same Source its forwarding dials with, so a probe
+	// trusts, presents and names what a request does. When it changes,
+	// a backend's pooled connections are replaced at its next Fetch.
+	// Optional. Default: nil, the system's roots, no client certificate,
+	// the backend's host as server name.
+	TLS *upstreamtls.Source
 
-	clients sync.Map // *State -> *fasthttp.HostClient
+	clients sync.Map // *State -> *hostClient
+}
+
+// hostClient is one backend's pooled client. For an https backend, cfg is
+// the TLS configuration current when it was made: once tls returns
+// another, the client is replaced.
+type hostClient struct {
+	*fasthttp.HostClient
+	tls *upstreamtls.Host
+	cfg *tls.Config
 }
 
 var _ Fetcher = (*HTTPFetcher)(nil)
 
 func (f *HTTPFetcher) hostClient(s *State) *fasthttp.HostClient {
-	if c, ok := f.clients.Load(s); ok {
-		return c.(*fasthttp.HostClient)
+	v, ok := f.clients.Load(s)
+	if ok {
+		hc := v.(*hostClient)
+		if hc.tls == nil || hc.tls.Config() == hc.cfg {
+			return hc.HostClient
+		}
 	}
+	c := f.newHostClient(s)
+	if ok {
+		if f.clients.CompareAndSwap(s, v, c) {
+			// Its connections in use close when they are released
+			// and sit idle for MaxIdleConnDuration.
+			v.(*hostClient).CloseIdleConnections()
+			return c.HostClient
+		}
+	} else if got, loaded := f.clients.LoadOrStore(s, c); loaded {
+		// Another goroutine stored one first; c was never used.
+		return got.(*hostClient).HostClient
+	} else {
+		return c.HostClient
+	}
+	// Another goroutine replaced it first.
+	return f.hostClient(s)
+}
+
+func (f *HTTPFetcher) newHostClient(s *State) *hostClient {
 	c := &fasthttp.HostClient{
-		Addr: s.addr,
-		// An https backend is probed over TLS like its requests: the
-		// system's roots, the host as server name (fasthttp's default
-		// TLS configuration, as the proxy's upstream client).
-		IsTLS:                         s.https,
+		Addr:                          s.addr,
 		Name:                          "probegate",
 		MaxConns:                      64,
 		MaxIdleConnDuration:           DefaultMaxIdleConnDuration,
@@ -127,9 +166,45 @@ func (f *HTTPFetcher) hostClient(s *State) *fasthttp.HostClient {
 	if f.MaxConns > 0 {
 		c.MaxConns = f.MaxConns
 	}
-	// Another goroutine may have stored one first; then c was never used.
-	got, _ := f.clients.LoadOrStore(s, c)
-	return got.(*fasthttp.HostClient)
+	hc := &hostClient{HostClient: c}
+	if s.https {
+		// An https backend is probed over TLS like its requests, with
+		// the same configuration (upstream.tls). The fetcher shakes
+		// hands in the dial, within the time the fetch has left
+		// (fasthttp passes it): fasthttp sees plain HTTP.
+		hc.tls = f.TLS.Host(s.addr)
+		hc.cfg = hc.tls.Config()
+		c.DialTimeout = func(addr string, timeout time.Duration) (net.Conn, error) {
+			return dialTLS(addr, timeout, hc.tls.Config())
+		}
+	}
+	return hc
+}
+
+// dialTLS connects to addr and completes a TLS handshake with cfg, both
+// within timeout (DefaultFetchTimeout when fasthttp passes none).
+func dialTLS(addr string, timeout time.Duration, cfg *tls.Config) (net.Conn, error) {
+	if timeout <= 0 {
+		timeout = DefaultFetchTimeout
+	}
+	deadline := time.Now().Add(timeout)
+	raw, err := net.DialTimeout("tcp", addr, timeout)
+	if err != nil {
+		return nil, err
+	}
+	c := tls.Client(raw, cfg)
+	err = c.SetDeadline(deadline)
+	if err == nil {
+		err = c.Handshake()
+	}
+	if err == nil {
+		err = c.SetDeadline(time.Time{})
+	}
+	if err != nil {
+		_ = raw.Close()
+		return nil, err
+	}
+	return c, nil
 }
 
 // Forget closes the idle keep-alive connections to s and drops its client,
@@ -138,7 +213,7 @@ func (f *HTTPFetcher) hostClient(s *State) *fasthttp.HostClient {
 // backend has drained.
 func (f *HTTPFetcher) Forget(s *State) {
 	if c, ok := f.clients.LoadAndDelete(s); ok {
-		c.(*fasthttp.HostClient).CloseIdleConnections()
+		c.(*hostClient).CloseIdleConnections()
 	}
 }
 
@@ -163,12 +238,6 @@ func (f *HTTPFetcher) Fetch(ctx context.Context, s *State, ep Endpoint) (Load, e
 	defer fasthttp.ReleaseResponse(resp)
 	req.Header.SetMethod(fasthttp.MethodGet)
 	req.SetRequestURI(ep.Path())
-	if s.https {
-		// HostClient refuses a request whose scheme is not its own; the
-		// URI's host then becomes the Host header.
-		req.URI().SetScheme("https")
-		req.URI().SetHost(s.addr)
-	}
 	req.Header.SetHost(s.addr)
 	if ep == EndpointMetrics {
 		req.Header.Set(fasthttp.HeaderAccept, "text/plain")

@@ -9,8 +9,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/valyala/fasthttp"
 )
 
 // fakeVLLM serves vLLM-like /metrics and /load on loopback, plus a few
@@ -171,11 +169,11 @@ func TestHTTPFetcherLazyClient(t *testing.T) {
 	if !ok {
 		t.Fatal("no client kept for the backend")
 	}
-	c := v.(*fasthttp.HostClient)
+	c := v.(*hostClient)
 	if c.MaxIdleConnDuration != time.Second || c.Addr != srv.addr() {
 		t.Fatalf("client %+v", c)
 	}
-	if f.hostClient(s) != c {
+	if f.hostClient(s) != c.HostClient {
 		t.Fatal("client replaced")
 	}
 	// Forget drops it: the next fetch builds a new one.
@@ -186,7 +184,7 @@ func TestHTTPFetcherLazyClient(t *testing.T) {
 	if _, err := f.Fetch(context.Background(), s, EndpointLoad); err != nil {
 		t.Fatal(err)
 	}
-	if f.hostClient(s) == c {
+	if f.hostClient(s) == c.HostClient {
 		t.Fatal("a forgotten client was reused")
 	}
 }

@@ -33,6 +33,15 @@ var (
 	// ErrNotSent means the request never reached the backend (dial refused,
 	// breaker open), so it may safely be re-picked on another backend.
 	ErrNotSent = errors.New("request not sent")
+	// ErrUpstreamTLS means the TLS handshake with an https backend failed
+	// for a reason other than a timeout: its certificate did not verify
+	// (upstream.tls.ca_file, server_name), it refused the client's, or the
+	// two sides share no version or cipher. The request never left, so it
+	// is re-picked like a failed dial and counts against the backend; the
+	// client gets 502, not the 503 of a refused dial: the backend is up
+	// and answered, and what failed is trust between the two, a
+	// configuration problem retrying later does not fix.
+	ErrUpstreamTLS = errors.New("upstream TLS handshake failed")
 
 	// errSwitchingProtocols: the backend answered 101 (or another 1xx as
 	// its final answer) though the proxy forwards no Upgrade: no tunnel is
@@ -91,6 +100,8 @@ func statusFor(err error) int {
 		return fasthttp.StatusServiceUnavailable
 	case errors.Is(err, ErrUpstreamTimeout):
 		return fasthttp.StatusGatewayTimeout
+	case errors.Is(err, ErrUpstreamTLS):
+		return fasthttp.StatusBadGateway
 	case errors.Is(err, ErrNotSent):
 		return fasthttp.StatusServiceUnavailable
 	default:

@@ -5,6 +5,7 @@ import (
 
 	"github.com/probegate/probegate/breaker"
 	"github.com/probegate/probegate/internal/config"
+	"github.com/probegate/probegate/internal/upstreamtls"
 	"github.com/probegate/probegate/probe"
 )
 
@@ -119,7 +120,7 @@ func (p *Proxy) newBackend(addr, url string, tls bool, cfg *config.Config) *Back
 		addr:   addr,
 		url:    url,
 		state:  newState(addr, tls),
-		hc:     newHostClient(addr, tls, cfg.Upstream, conns),
+		hc:     newHostClient(addr, p.tlsHost(addr, tls), cfg.Upstream, conns, p.log),
 		conns:  conns,
 		prefix: newPrefixTable(cfg.Route.Prefix.EntriesPerBackend),
 	}
@@ -131,6 +132,15 @@ func (p *Proxy) newBackend(addr, url string, tls bool, cfg *config.Config) *Back
 		ev.Str("backend", name).Str("from", from.String()).Str("to", to.String()).Msg("breaker state changed")
 	})
 	return b
+}
+
+// tlsHost returns the upstream TLS configuration of the backend at addr,
+// or nil when it is not an https backend.
+func (p *Proxy) tlsHost(addr string, https bool) *upstreamtls.Host {
+	if !https {
+		return nil
+	}
+	return p.tls.Host(addr)
 }
 
 // newState returns the load state of the backend at addr, probed and

@@ -23,6 +23,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/probegate/probegate/internal/config"
+	"github.com/probegate/probegate/internal/upstreamtls"
 	"github.com/probegate/probegate/probe"
 )
 
@@ -66,10 +67,13 @@ type Proxy struct {
 	// when the proxy runs on the time package, so they take the monotonic
 	// clock's fast path (the same clock as time.Now's; the prober then
 	// reads the clock once per Run instead of twice).
-	brkNow   func() time.Time
-	rand     Rand
-	lookup   func(ctx context.Context, host string) ([]string, error)
-	fetcher  probe.Fetcher
+	brkNow  func() time.Time
+	rand    Rand
+	lookup  func(ctx context.Context, host string) ([]string, error)
+	fetcher probe.Fetcher
+	// tls is upstream.tls, shared by the https backends' dialers and the
+	// default fetcher; replaced (not modified) by Reload.
+	tls      *upstreamtls.Source
 	views    ViewSource
 	discover Discover
 	metrics  *Metrics
@@ -122,6 +126,7 @@ func New(opts Options) (*Proxy, error) {
 		views:    opts.Views,
 		discover: opts.Discover,
 		backends: make(map[string]*Backend),
+		tls:      &upstreamtls.Source{},
 	}
 	if p.now == nil {
 		p.now = time.Now
@@ -133,7 +138,7 @@ func New(opts Options) (*Proxy, error) {
 		p.lookup = net.DefaultResolver.LookupHost
 	}
 	if p.fetcher == nil {
-		p.fetcher = &probe.HTTPFetcher{Now: p.now}
+		p.fetcher = &probe.HTTPFetcher{Now: p.now, TLS: p.tls}
 	}
 	reg := opts.Registerer
 	gather := opts.Gatherer
@@ -159,6 +164,7 @@ func New(opts Options) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.applyTLS(set.tls, true)
 	p.memory.SizePrefixIndex(opts.Config.Route.Prefix.IndexEntries)
 	if err := p.publish(set, &Pool{}); err != nil {
 		return nil, err
@@ -195,6 +201,12 @@ func (p *Proxy) buildSettings(cfg *config.Config) (*settings, error) {
 	if err != nil {
 		return nil, fmt.Errorf("route.allow_paths: %w", err)
 	}
+	// Read again (Validate read them too): the files may have changed
+	// since, and a reload is how a rotated certificate is picked up.
+	ctls, err := cfg.Upstream.TLS.Load()
+	if err != nil {
+		return nil, err
+	}
 	pc := PickerConfigFrom(cfg)
 	reports := PolicyReadsReports(pc.Policy) && p.views == nil
 	set := &settings{
@@ -211,6 +223,7 @@ func (p *Proxy) buildSettings(cfg *config.Config) (*settings, error) {
 		idle:          cfg.Upstream.IdleTimeout.D(),
 		accessLog:     cfg.Log.Access,
 		defaultOutput: float64(cfg.Route.Load.DefaultOutputTokens),
+		tls:           ctls,
 	}
 	// Fail here, before anything is published, on what NewPicker or the
 	// prober's conversion refuses. publish sizes the settings again for
@@ -286,9 +299,12 @@ func (p *Proxy) publish(set *settings, pool *Pool) error {
 
 // Reload applies a new, already validated configuration: policy, weights,
 // probing and backends change for the next request; in-flight requests
-// finish on the backends they started on. Listener addresses, upstream
-// timeouts of existing backends and the scrape loop's settings take effect
-// only on restart (for backends that stay).
+// finish on the backends they started on. upstream.tls, its files read
+// again, applies at once: pooled https connections dialed under other
+// settings or file contents are replaced at their next use (applyTLS).
+// Listener addresses, upstream timeouts of existing backends and the
+// scrape loop's settings take effect only on restart (for backends that
+// stay).
 func (p *Proxy) Reload(cfg *config.Config) error {
 	set, err := p.buildSettings(cfg)
 	if err != nil {
@@ -305,9 +321,11 @@ func (p *Proxy) Reload(cfg *config.Config) error {
 		return err // unreachable: buildSettings built a Picker already
 	}
 	ready := p.dnsReady
+	p.applyTLS(set.tls, false)
 	if err := p.applyBackendsLocked(cfg, old.set.cfg); err != nil {
 		// Discovery could not start: keep the old settings over the
 		// current pool.
+		p.applyTLS(old.set.tls, false)
 		perr := p.publish(old.set, p.snap.Load().pool)
 		p.mu.Unlock()
 		if perr != nil {
@@ -322,6 +340,23 @@ func (p *Proxy) Reload(cfg *config.Config) error {
 		awaitDNS(ready) // a new DNS name: return with its pool
 	}
 	return nil
+}
+
+// applyTLS makes c the upstream TLS configuration of connections dialed
+// from now on. When it changed anything (another file content or setting),
+// pooled https connections are replaced at their next use, by forwarding
+// (guardedConn.outdated) and by probes and scrapes (probe.HTTPFetcher).
+// With insecure_skip_verify it warns, at start and on every reload that
+// keeps it on.
+func (p *Proxy) applyTLS(c config.ClientTLS, starting bool) {
+	changed := p.tls.Store(c)
+	if changed && !starting {
+		p.log.Info().Msg("upstream.tls changed: pooled https connections are replaced at their next use")
+	}
+	if c.Config != nil && c.Config.InsecureSkipVerify {
+		p.log.Warn().Str("key", "upstream.tls.insecure_skip_verify").
+			Msg("INSECURE: https backends' certificates are NOT verified; anyone on the network path can impersonate a backend and read or alter requests and answers")
+	}
 }
 
 // Pool returns the current pool snapshot.

@@ -27,6 +27,9 @@ type settings struct {
 	accessLog    bool
 	// defaultOutput is route.load.default_output_tokens.
 	defaultOutput float64
+	// tls is upstream.tls with its files read, as buildSettings read them;
+	// New and Reload make it the proxy's (Proxy.applyTLS).
+	tls config.ClientTLS
 }
 
 // snapshot is what the request path loads, once per request, with one

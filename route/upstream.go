@@ -5,9 +5,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/valyala/fasthttp"
 
 	"github.com/probegate/probegate/internal/config"
+	"github.com/probegate/probegate/internal/upstreamtls"
 )
 
 // deadlineConn is an upstream connection that manages its own read
@@ -118,14 +120,19 @@ const upstreamKeepAlive = 30 * time.Second
 // parsed into canonical form, so that ORCA, X-Request-Id and hop-by-hop
 // headers are found whatever case the model server wrote (uvicorn writes
 // lowercase).
-func newHostClient(addr string, tls bool, up config.Upstream, conns *connTable) *fasthttp.HostClient {
+//
+// tlsHost is the TLS configuration of an https backend (nil: plain HTTP);
+// log receives its handshake failures.
+func newHostClient(addr string, tlsHost *upstreamtls.Host, up config.Upstream, conns *connTable, log zerolog.Logger) *fasthttp.HostClient {
 	connect := up.ConnectTimeout.D()
 	firstByte, idle := up.FirstByteTimeout.D(), up.IdleTimeout.D()
 	dialer := &net.Dialer{Timeout: connect, KeepAlive: upstreamKeepAlive}
 	dial := func(a string) (net.Conn, error) { return dialer.Dial("tcp", a) }
-	if tls {
+	var td *tlsDialer
+	if tlsHost != nil {
 		// The proxy speaks TLS itself: fasthttp sees plain HTTP.
-		dial = newTLSDialer(dialer, addr, firstByte).dial
+		td = newTLSDialer(dialer, addr, tlsHost, connect, log)
+		dial = td.dial
 	}
 	return &fasthttp.HostClient{
 		Addr: addr,
@@ -134,8 +141,10 @@ func newHostClient(addr string, tls bool, up config.Upstream, conns *connTable) 
 			if err != nil {
 				return nil, err
 			}
-			// Never reuse a socket with unread bytes or a tunnel.
+			// Never reuse a socket with unread bytes or a tunnel, nor
+			// a TLS session made under a replaced upstream.tls.
 			g := newGuardedConn(c, func() (net.Conn, error) { return dial(a) })
+			g.tlsd = td
 			return conns.add(&deadlineConn{Conn: g, firstByte: firstByte, idle: idle, conns: conns}), nil
 		},
 		MaxConns:                      up.MaxConnsPerBackend,

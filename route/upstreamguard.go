@@ -32,7 +32,9 @@ import (
 // record is opaque until decrypted) or a close means a fresh connection.
 // A well-behaved server costs no redial: TLS 1.3 session tickets come
 // before the first answer, which consumes them. The 1xx check reads the
-// plaintext, as on plain TCP.
+// plaintext, as on plain TCP. A TLS session dialed under an upstream.tls
+// configuration that a reload has since replaced is not reused either: the
+// request goes out on a fresh connection under the new one (outdated).
 //
 // Like deadlineConn, it is used by one request at a time; the socket is
 // swapped through an atomic pointer so that a concurrent Close (fasthttp's
@@ -40,7 +42,8 @@ import (
 type guardedConn struct {
 	sock atomic.Pointer[sockHolder]
 	dial func() (net.Conn, error)
-	peek peeker // on the current socket (under TLS, the raw one)
+	peek peeker     // on the current socket (under TLS, the raw one)
+	tlsd *tlsDialer // an https backend's dialer; nil for plain HTTP
 
 	// Owned by the goroutine using the connection.
 	writing  bool // a request is being written; no response byte read yet
@@ -104,7 +107,7 @@ func (g *guardedConn) Write(p []byte) (int, error) {
 		// The first write of a request.
 		g.writing = true
 		g.headN = 0
-		if g.poisoned || (g.used && g.unread()) {
+		if g.poisoned || (g.used && (g.outdated() || g.unread())) {
 			if err := g.redial(); err != nil {
 				return 0, &net.OpError{Op: "dial", Net: "tcp", Err: errors.Join(errStrayRedial, err)}
 			}
@@ -122,6 +125,19 @@ func (g *guardedConn) unread() bool {
 	return g.peek.wroteOrClosed()
 }
 
+// outdated reports whether the connection is a TLS session dialed under
+// an upstream.tls configuration a reload has since replaced (another CA,
+// client certificate or server name): it is not reused, so that no request
+// goes out under settings the operator withdrew, and forwarding trusts
+// what probes trust.
+func (g *guardedConn) outdated() bool {
+	if g.tlsd == nil {
+		return false
+	}
+	h := g.sock.Load()
+	return h.rec != nil && h.rec.cfg != g.tlsd.host.Config()
+}
+
 // redial replaces the socket with a fresh one.
 func (g *guardedConn) redial() error {
 	c, err := g.dial()
@@ -136,6 +152,9 @@ func (g *guardedConn) redial() error {
 func (g *guardedConn) Read(p []byte) (int, error) {
 	h := g.sock.Load()
 	n, err := h.raw.read(p)
+	if err != nil && g.tlsd != nil {
+		g.tlsd.noteReadError(err)
+	}
 	if n > 0 {
 		g.writing = false
 		g.used = true

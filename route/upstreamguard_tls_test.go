@@ -27,10 +27,11 @@ import (
 )
 
 // testCert is the certificate of the package's https test backends, self-
-// signed for 127.0.0.1. The proxy has no upstream TLS setting: it trusts
+// signed for 127.0.0.1. With upstream.tls at its defaults the proxy trusts
 // the system's roots and names the backend's host as server name.
 // TestMain makes testCert the one root the process trusts, through
-// SSL_CERT_FILE, the way an operator trusts a private CA.
+// SSL_CERT_FILE (the environment's way to trust a private CA; the tests of
+// upstream.tls.ca_file and the other keys are in upstreamtls_config_test.go).
 var testCert tls.Certificate
 
 // trustTestCert creates testCert and points SSL_CERT_FILE at it. Call it
@@ -355,7 +356,9 @@ func TestUpstreamTLSVerifiesAndSendsServerName(t *testing.T) {
 }
 
 // A backend that accepts the connection and never answers the handshake
-// holds a request no longer than upstream.first_byte_timeout per attempt.
+// holds a request no longer than upstream.connect_timeout per attempt
+// (the TCP connect and the handshake are one step), however long
+// first_byte_timeout is.
 func TestUpstreamTLSHandshakeIsBounded(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -386,7 +389,8 @@ func TestUpstreamTLSHandshakeIsBounded(t *testing.T) {
 		mu.Unlock()
 	}()
 	cfg := testConfig("https://" + ln.Addr().String())
-	cfg.Upstream.FirstByteTimeout = config.Duration(300 * time.Millisecond)
+	cfg.Upstream.ConnectTimeout = config.Duration(300 * time.Millisecond)
+	cfg.Upstream.FirstByteTimeout = config.Duration(10 * time.Second)
 	cfg.Upstream.Retries = 0
 	tp := startProxy(t, cfg)
 	start := time.Now()

@@ -3,45 +3,63 @@ package route
 import (
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"net"
+	"sync/atomic"
 	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/probegate/probegate/internal/upstreamtls"
 )
 
 // tlsDialer opens the connections to one https backend. The proxy shakes
 // hands itself instead of letting fasthttp wrap the socket
 // (HostClient.IsTLS), so that guardedConn holds both the TLS connection
 // and the socket under it (a recordConn) and can check both before a
-// reuse. The TLS configuration is the one fasthttp built: the system's
-// roots, the backend's host as server name (sent as SNI unless it is an
-// IP address, and verified against the certificate either way), no
-// session cache.
+// reuse. The TLS configuration is upstream.tls's, from host (the system's
+// roots, or ca_file's; a client certificate when configured; the
+// backend's host as server name, sent as SNI unless it is an IP address
+// and verified against the certificate either way, unless server_name
+// names another), read at each dial, so a reload applies to every
+// connection dialed after it. No session cache.
 //
-// The handshake must end within handshake (upstream.first_byte_timeout).
-// fasthttp shook hands lazily in the first request's write, under
-// deadlineConn's deadlines, so the server's first flight had that bound
-// before; a handshake that fails or times out is now a dial error: the
-// request never left, it counts against the backend and is re-picked.
+// The TCP connect and the handshake together must end within connect
+// (upstream.connect_timeout): establishing the connection is one step to
+// an operator, as to curl's --connect-timeout and nginx's
+// proxy_connect_timeout. A handshake that fails or times out is a dial
+// error: the request never left, it counts against the backend and is
+// re-picked. A failure that is not a timeout (a certificate that does not
+// verify, a refused client certificate, no common version) also wraps
+// ErrUpstreamTLS, which the client gets as 502, and is logged (at most
+// once per tlsFailureLogEvery per backend) with its cause.
 type tlsDialer struct {
-	tcp       *net.Dialer
-	cfg       *tls.Config
-	handshake time.Duration
+	tcp     *net.Dialer
+	host    *upstreamtls.Host
+	connect time.Duration
+	log     zerolog.Logger
+	addr    string
+	logged  atomic.Int64 // when a failure was last logged, Unix ns
 }
 
-func newTLSDialer(tcp *net.Dialer, addr string, handshake time.Duration) *tlsDialer {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		host = addr
-	}
-	return &tlsDialer{tcp: tcp, cfg: &tls.Config{ServerName: host}, handshake: handshake}
+// tlsFailureLogEvery spaces a backend's handshake failure logs: a fleet
+// with a wrong CA fails every dial, and each request's own failure is in
+// the access log.
+const tlsFailureLogEvery = 10 * time.Second
+
+func newTLSDialer(tcp *net.Dialer, addr string, host *upstreamtls.Host, connect time.Duration, log zerolog.Logger) *tlsDialer {
+	return &tlsDialer{tcp: tcp, host: host, connect: connect, log: log, addr: addr}
 }
 
 func (d *tlsDialer) dial(addr string) (net.Conn, error) {
+	deadline := time.Now().Add(d.connect)
 	c, err := d.tcp.Dial("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	tc := tls.Client(&recordConn{Conn: c}, d.cfg)
-	err = tc.SetDeadline(time.Now().Add(d.handshake))
+	cfg := d.host.Config()
+	tc := tls.Client(&recordConn{Conn: c, cfg: cfg}, cfg)
+	err = tc.SetDeadline(deadline)
 	if err == nil {
 		err = tc.Handshake()
 	}
@@ -50,9 +68,38 @@ func (d *tlsDialer) dial(addr string) (net.Conn, error) {
 	}
 	if err != nil {
 		_ = c.Close()
+		if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
+			err = fmt.Errorf("%w: %w", ErrUpstreamTLS, err)
+			d.logFailure(err, "upstream TLS handshake failed (see upstream.tls)")
+		}
 		return nil, &net.OpError{Op: "dial", Net: "tcp", Addr: c.RemoteAddr(), Err: err}
 	}
 	return tc, nil
+}
+
+// noteReadError logs a TLS alert the backend sent on an established
+// connection: under TLS 1.3 the server checks the client's certificate
+// after the client's side of the handshake completed, so a missing or
+// refused certificate (upstream.tls.cert_file) shows only on the first
+// read, and fasthttp reports it as a connection closed before the first
+// response byte.
+func (d *tlsDialer) noteReadError(err error) {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "remote error" {
+		d.logFailure(err, "upstream TLS refused by the backend (see upstream.tls; under TLS 1.3 a missing or refused client certificate shows here)")
+	}
+}
+
+// logFailure logs a TLS failure, unless one was logged within
+// tlsFailureLogEvery.
+func (d *tlsDialer) logFailure(err error, msg string) {
+	now := time.Now().UnixNano()
+	last := d.logged.Load()
+	if last != 0 && now-last < int64(tlsFailureLogEvery) || !d.logged.CompareAndSwap(last, now) {
+		return
+	}
+	d.log.Error().Str("backend", d.addr).Str("server_name", d.host.Config().ServerName).Err(err).
+		Msg(msg)
 }
 
 // recordConn is the socket under an upstream TLS connection. It follows
@@ -67,6 +114,7 @@ func (d *tlsDialer) dial(addr string) (net.Conn, error) {
 // Like guardedConn, it is used by one request at a time.
 type recordConn struct {
 	net.Conn
+	cfg     *tls.Config // the TLS configuration the connection was dialed with
 	probing bool
 	hdrN    int     // bytes of the current record's header seen
 	left    int     // bytes of the current record's body still to come

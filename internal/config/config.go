@@ -76,7 +76,7 @@ func (k Kubernetes) Enabled() bool { return k != Kubernetes{} }
 
 // Upstream configures forwarding to the model servers.
 type Upstream struct {
-	ConnectTimeout     Duration `yaml:"connect_timeout"`       // default 2s
+	ConnectTimeout     Duration `yaml:"connect_timeout"`       // default 2s: TCP connect plus, for https, the TLS handshake
 	FirstByteTimeout   Duration `yaml:"first_byte_timeout"`    // default 60s: until response headers arrive
 	IdleTimeout        Duration `yaml:"idle_timeout"`          // default 60s: max silence inside a streamed body
 	MaxConnsPerBackend int      `yaml:"max_conns_per_backend"` // default 1024
@@ -85,6 +85,9 @@ type Upstream struct {
 	// RetryOnReset: re-pick a request whose connection failed after it was
 	// written and before any response byte (default true).
 	RetryOnReset bool `yaml:"retry_on_reset"`
+	// TLS: the client side of connections to https:// backends (forwarding,
+	// probes and scrapes): CA, client certificate, server name.
+	TLS UpstreamTLS `yaml:"tls"`
 }
 
 // Route configures the routing policy and its scorers.

@@ -189,6 +189,7 @@ func validate(c *Config) Errors {
 	}
 	v.atLeast("upstream.retries", int64(u.Retries), 0)
 	v.atMost("upstream.retries", int64(u.Retries), MaxRetries)
+	v.upstreamTLS(u.TLS)
 
 	r := c.Route
 	if len(r.AllowPaths) == 0 {
