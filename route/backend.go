@@ -18,6 +18,7 @@ type Backend struct {
 	// Immutable after construction.
 	addr   string // host:port, also the metric label
 	url    string // base URL as configured
+	https  bool   // spoken to over TLS
 	state  *probe.State
 	brk    *breaker.Breaker
 	hc     *fasthttp.HostClient

@@ -55,7 +55,7 @@ func (p *Proxy) setBackendsLocked(cfg *config.Config, targets []Target) {
 	next := make([]*Backend, 0, len(targets))
 	for _, t := range targets {
 		u := t.URL
-		addr, tls, ok := config.BackendAddr(u)
+		addr, tls, ok := cfg.Backends.TargetAddr(u)
 		if !ok {
 			p.log.Warn().Str("backend", u).Str("origin", t.Origin).Msg("backend ignored: not http(s)://host:port or host:port")
 			continue
@@ -65,6 +65,19 @@ func (p *Proxy) setBackendsLocked(cfg *config.Config, targets []Target) {
 		}
 		keep[addr] = true
 		b := p.backends[addr]
+		if b != nil && b.https != tls {
+			// The address is now spoken to another way (backends.scheme
+			// or its URL's scheme changed under a reload). Its requests
+			// in flight finish on the old Backend, which leaves the pool
+			// now.
+			p.scraper.Remove(b.state)
+			b.draining.Store(true)
+			b.closed.Store(true)
+			p.closeIdle(b)
+			delete(p.backends, addr)
+			p.log.Info().Str("backend", addr).Bool("https", tls).Msg("backend scheme changed: replaced")
+			b = nil
+		}
 		if b == nil || b.draining.Load() && b.closed.Load() {
 			b = p.newBackend(addr, u, tls, cfg)
 			p.backends[addr] = b
@@ -119,6 +132,7 @@ func (p *Proxy) newBackend(addr, url string, tls bool, cfg *config.Config) *Back
 	b := &Backend{
 		addr:   addr,
 		url:    url,
+		https:  tls,
 		state:  newState(addr, tls),
 		hc:     newHostClient(addr, p.tlsHost(addr, tls), cfg.Upstream, conns, p.log),
 		conns:  conns,

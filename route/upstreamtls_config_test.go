@@ -1,6 +1,7 @@
 package route
 
 import (
+	"bufio"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -391,4 +392,79 @@ func TestUpstreamTLSInsecureSkipVerify(t *testing.T) {
 	if n := logs.count(`"level":"warn","key":"upstream.tls.insecure_skip_verify","message":"INSECURE: https backends' certificates are NOT verified`); n != 1 {
 		t.Errorf("%d insecure warnings, want 1:\n%s", n, logs.String())
 	}
+}
+
+// Backends found by DNS are host:port; backends.scheme https speaks TLS to
+// them with upstream.tls (here a private CA and the Service's name for a
+// pod reached by IP), requests and scrapes alike. A reload that changes
+// the scheme replaces the backend: the next request goes out the new way.
+func TestDiscoveredBackendsOverTLS(t *testing.T) {
+	ca := testutil.NewCA(t, "mesh CA")
+	srv, seen := tlsBackend(t, ca.Server(t, "vllm", "vllm.models.svc"), nil, 0, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/metrics" {
+			fmt.Fprint(w, "vllm:num_requests_running{model_name=\"m\"} 0.0\nvllm:num_requests_waiting{model_name=\"m\"} 0.0\nvllm:kv_cache_usage_perc{model_name=\"m\"} 0.1\n")
+			return
+		}
+		w.Write([]byte(`{}`))
+	})
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	dns := &fakeDNS{}
+	dns.set("127.0.0.1")
+	cfg := testConfig()
+	cfg.Backends.DNS = "pods.test:" + port
+	cfg.Backends.Scheme = config.SchemeHTTPS
+	cfg.Route.Policy = "cached"
+	cfg.Upstream.TLS = config.UpstreamTLS{CAFile: testutil.WriteFile(t, t.TempDir(), "ca.pem", ca.PEM()), ServerName: "vllm.models.svc"}
+	var logs syncBuffer
+	tp := startProxy(t, cfg, func(o *Options) { o.LookupHost = dns.lookup; o.Logger = zerolog.New(&logs) })
+	if r := rawDo(t, tp.addr, post2); r.status != 200 || r.body != "{}" {
+		t.Fatalf("https over DNS: %d %q", r.status, r.body)
+	}
+	waitUntil(t, 5*time.Second, func() bool {
+		return tp.counter(t, "probegate_scrapes_total", map[string]string{"outcome": "ok"}) > 0
+	}, "a scrape over TLS")
+	if n := tp.counter(t, "probegate_scrapes_total", map[string]string{"outcome": "error"}); n != 0 {
+		t.Errorf("%v scrapes failed", n)
+	}
+
+	plain := *cfg
+	plain.Backends.Scheme = config.SchemeHTTP
+	if err := tp.Reload(&plain); err != nil {
+		t.Fatal(err)
+	}
+	served := seen.requests.Load()
+	// Plain HTTP to a TLS server: Go's server answers 400 itself (read
+	// the status line only: that HTTP/1.0 answer has no length).
+	if line := statusLine(t, tp.addr, post2); line != "HTTP/1.0 400 Bad Request" {
+		t.Errorf("after the reload to http: %q, want the server's 400 to plain HTTP", line)
+	}
+	if seen.requests.Load() != served {
+		t.Error("a request reached the handler over plain HTTP")
+	}
+	if logs.count("backend scheme changed: replaced") != 1 {
+		t.Errorf("want one log of the replacement:\n%s", logs.String())
+	}
+	if err := tp.Reload(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if r := rawDo(t, tp.addr, post2); r.status != 200 {
+		t.Errorf("back to https: %d %q", r.status, r.body)
+	}
+}
+
+// statusLine writes req on a fresh connection and returns the response's
+// status line.
+func statusLine(t *testing.T, addr, req string) string {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(c, req); err != nil {
+		t.Fatal(err)
+	}
+	line, _ := bufio.NewReader(c).ReadString('\n')
+	return strings.TrimRight(line, "\r\n")
 }

@@ -47,7 +47,17 @@ type Backends struct {
 	DNS        string     `yaml:"dns"`         // "name:port", re-resolved every DNSRefresh (headless Service)
 	DNSRefresh Duration   `yaml:"dns_refresh"` // default 5s
 	Kubernetes Kubernetes `yaml:"kubernetes"`
+	// Scheme of the backends DNS or Kubernetes finds (they are host:port):
+	// SchemeHTTP (the default) or SchemeHTTPS (then upstream.tls applies).
+	// Static URLs carry their own scheme.
+	Scheme string `yaml:"scheme"`
 }
+
+// Backend schemes (backends.scheme).
+const (
+	SchemeHTTP  = "http"
+	SchemeHTTPS = "https"
+)
 
 // Kubernetes discovers the model servers by watching the Kubernetes API:
 // either a Service's EndpointSlices or an InferencePool's pods (exactly one

@@ -70,6 +70,8 @@ func TestValidate(t *testing.T) {
 		{"dns no host", func(c *Config) { c.Backends.Static = nil; c.Backends.DNS = ":8000" }, `backends.dns: must be host:port with a host, got ":8000"`},
 		{"dns port", func(c *Config) { c.Backends.Static = nil; c.Backends.DNS = "vllm:0" }, `backends.dns: port must be a number in 1..65535, got "0"`},
 		{"dns_refresh", func(c *Config) { c.Backends.DNSRefresh = 0 }, `backends.dns_refresh: must be > 0`},
+		{"scheme", func(c *Config) { c.Backends.Scheme = "tls" }, `backends.scheme: must be http or https, got "tls"`},
+		{"scheme with static", func(c *Config) { c.Backends.Scheme = SchemeHTTPS }, `backends.scheme: applies to backends found by dns or kubernetes; static URLs carry their own (write https://host:port)`},
 		{"connect_timeout", func(c *Config) { c.Upstream.ConnectTimeout = 0 }, `upstream.connect_timeout: must be > 0`},
 		{"first_byte_timeout", func(c *Config) { c.Upstream.FirstByteTimeout = -1 }, `upstream.first_byte_timeout: must be > 0`},
 		{"idle_timeout", func(c *Config) { c.Upstream.IdleTimeout = 0 }, `upstream.idle_timeout: must be > 0`},

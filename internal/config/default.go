@@ -17,6 +17,7 @@ func Default() *Config {
 		},
 		Backends: Backends{
 			DNSRefresh: Duration(5 * time.Second),
+			Scheme:     SchemeHTTP,
 		},
 		Upstream: Upstream{
 			ConnectTimeout:     Duration(2 * time.Second),

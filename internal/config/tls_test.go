@@ -149,3 +149,29 @@ func TestUpstreamTLSParse(t *testing.T) {
 		}
 	}
 }
+
+// A host:port found by DNS or Kubernetes uses TLS when backends.scheme is
+// https; a URL keeps its own scheme.
+func TestTargetAddr(t *testing.T) {
+	for _, tt := range []struct {
+		scheme, raw, addr string
+		tls               bool
+	}{
+		{SchemeHTTP, "10.0.0.7:8000", "10.0.0.7:8000", false},
+		{SchemeHTTPS, "10.0.0.7:8000", "10.0.0.7:8000", true},
+		{SchemeHTTPS, "http://10.0.0.7:8000", "10.0.0.7:8000", false},
+		{SchemeHTTP, "https://10.0.0.7:8000", "10.0.0.7:8000", true},
+	} {
+		addr, tls, ok := Backends{Scheme: tt.scheme}.TargetAddr(tt.raw)
+		if !ok || addr != tt.addr || tls != tt.tls {
+			t.Errorf("scheme %s, %q: %q %v %v", tt.scheme, tt.raw, addr, tls, ok)
+		}
+	}
+	c := valid()
+	c.Backends.Static = nil
+	c.Backends.DNS = "vllm.models.svc:8000"
+	c.Backends.Scheme = SchemeHTTPS
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -172,6 +172,10 @@ func validate(c *Config) Errors {
 		v.hostPort("backends.dns", b.DNS, false, 1)
 	}
 	v.positive("backends.dns_refresh", b.DNSRefresh)
+	v.oneOf("backends.scheme", b.Scheme, SchemeHTTP, SchemeHTTPS)
+	if b.Scheme == SchemeHTTPS && len(b.Static) > 0 {
+		v.add("backends.scheme", "applies to backends found by dns or kubernetes; static URLs carry their own (write https://host:port)")
+	}
 	if b.Kubernetes.Enabled() {
 		v.kubernetes(b.Kubernetes)
 	}
@@ -279,6 +283,16 @@ func BackendAddr(raw string) (addr string, tls, ok bool) {
 		return "", false, false
 	}
 	return u.Host, u.Scheme == "https", true
+}
+
+// TargetAddr is BackendAddr for a backend of this pool: a bare host:port
+// (found by DNS or Kubernetes) uses TLS when backends.scheme is https.
+func (b Backends) TargetAddr(raw string) (addr string, tls, ok bool) {
+	addr, tls, ok = BackendAddr(raw)
+	if ok && !strings.Contains(raw, "://") {
+		tls = b.Scheme == SchemeHTTPS
+	}
+	return addr, tls, ok
 }
 
 // checkBackendURL checks that raw is http(s)://host:port with an optional
