@@ -28,6 +28,11 @@ import (
 //     IdealParams.Lost: the request is lost to the tail anyway, so it goes
 //     where it costs the others least, the pod whose queue ends last (the
 //     one later requests will avoid).
+//   - oracle_pack: oracle_triage for large prompts only (at least
+//     IdealParams.SizeTokens): in a burst a large prompt that is late
+//     anyway joins the pod whose queue ends last, leaving the others to
+//     the small prompts behind it (what the offline search's assignments
+//     do: the requests they leave over the target are large prompts).
 //
 // Prefix caches are ignored (the trace shares no prefixes).
 const (
@@ -36,6 +41,7 @@ const (
 	OracleLook   = "oracle_look"
 	OracleTail   = "oracle_tail"
 	OracleTriage = "oracle_triage"
+	OraclePack   = "oracle_pack"
 )
 
 // IdealParams are the parameters of the non-greedy ideal strategies (zero
@@ -76,7 +82,7 @@ func (p IdealParams) withDefaults() IdealParams {
 // isReplay reports whether s is one of the replaying ideal strategies.
 func isReplay(s string) bool {
 	switch s {
-	case OracleReplay, OracleSize, OracleLook, OracleTail, OracleTriage:
+	case OracleReplay, OracleSize, OracleLook, OracleTail, OracleTriage, OraclePack:
 		return true
 	}
 	return false
@@ -170,8 +176,8 @@ func (p *replayPicker) Pick(_ context.Context, info *route.RequestInfo, _ []*rou
 			// Ties of the max broken by own: own/2^20 never changes
 			// the order of maxima further apart than that.
 			c1 = float64(max(own[i], worst[i])) + float64(own[i])/(1<<20)
-		case OracleTriage:
-			if bestOwn > pr.Lost {
+		case OracleTriage, OraclePack:
+			if bestOwn > pr.Lost && (p.kind == OracleTriage || j.Prompt.Tokens >= pr.SizeTokens) {
 				c1 = -c1 // the pod whose queue ends last
 			}
 		}

@@ -109,3 +109,16 @@ func TestOracleReplayIsTheExactGreedy(t *testing.T) {
 		}
 	}
 }
+
+// oracle_pack is oracle_triage for large prompts only: the same lost
+// 8,000-token prompt is parked when large prompts start at 4,000 tokens,
+// and sent greedily when they start at 9,000.
+func TestOraclePackParksOnlyLargePrompts(t *testing.T) {
+	jobs := []Job{job(0, 8000, 1), job(200*time.Millisecond, 8000, 1), job(300*time.Millisecond, 8000, 1)}
+	if pod := paramRun(t, OraclePack, 2, 1, IdealParams{Lost: time.Second, SizeTokens: 4000}, jobs); pod[2] != 1 {
+		t.Fatalf("oracle_pack (large from 4,000) sent the lost prompt to pod %d, want 1", pod[2])
+	}
+	if pod := paramRun(t, OraclePack, 2, 1, IdealParams{Lost: time.Second, SizeTokens: 9000}, jobs); pod[2] != 0 {
+		t.Fatalf("oracle_pack (large from 9,000) sent the prompt to pod %d, want 0 (greedy)", pod[2])
+	}
+}
