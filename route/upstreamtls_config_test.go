@@ -127,6 +127,17 @@ func TestUpstreamTLSCAFile(t *testing.T) {
 	if n := seen.requests.Load(); n != 0 {
 		t.Fatalf("the backend served %d requests over an unverified connection", n)
 	}
+	// Every request fails the same way; the backend's failure is logged
+	// once per 10 s, each request's in its access log line.
+	for range 4 {
+		rawDo(t, tp.addr, post2)
+	}
+	if n := logs.count(`"message":"upstream TLS handshake failed (see upstream.tls)"`); n != 1 {
+		t.Errorf("5 failed requests logged the handshake failure %d times, want 1", n)
+	}
+	if n := logs.count(`"message":"request"`); n != 5 {
+		t.Errorf("%d access log lines, want 5", n)
+	}
 
 	cfg := testConfig(srv.URL)
 	cfg.Upstream.TLS.CAFile = caFile
