@@ -31,6 +31,7 @@ import (
 
 	"github.com/probegate/probegate/internal/config"
 	"github.com/probegate/probegate/internal/kube"
+	"github.com/probegate/probegate/internal/logsink"
 	"github.com/probegate/probegate/internal/vllmsim"
 	"github.com/probegate/probegate/route"
 )
@@ -97,9 +98,20 @@ func run(args []string, stdout, stderr io.Writer, sig <-chan os.Signal, ready ch
 		cfg.Backends.Kubernetes = config.Kubernetes{}
 	}
 
-	log := newLogger(cfg.Log, stderr)
+	// Log lines (one per request with log.access) never wait for stderr:
+	// a slow destination drops lines, counted, instead of stalling requests.
+	var log zerolog.Logger
+	sink := logsink.New(stderr, func(total uint64) {
+		log.Warn().Uint64("dropped_total", total).Msg("log lines dropped: stderr is slower than the proxy writes (see probegate_log_dropped_total)")
+	})
+	defer sink.Close()
+	log = newLogger(cfg.Log, sink)
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "probegate_log_dropped_total",
+			Help: "Log lines dropped because stderr did not take them as fast as they were written.",
+		}, func() float64 { return float64(sink.Dropped()) }))
 	p, err := route.New(route.Options{Config: cfg, Logger: log, Registerer: reg, Discover: kube.Start})
 	if err != nil {
 		fmt.Fprintf(stderr, "probegate: %v\n", err)

@@ -1,0 +1,5 @@
+//go:build !race
+
+package logsink
+
+const raceEnabled = false
