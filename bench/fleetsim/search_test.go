@@ -117,3 +117,29 @@ func sortedDesc(ts []time.Duration) []time.Duration {
 	slices.SortFunc(s, func(a, b time.Duration) int { return cmp.Compare(b, a) })
 	return s
 }
+
+// One pod; an 8,000-token prompt at 0 and a 100-token one 1 ms later.
+// Held to 10 ms and sent smallest first, the short one is served first (its
+// TTFT: the 9 ms it was held plus one short step); in arrival order it waits
+// behind the long prefill (~0.97 s). Without a hold the replay is the greedy.
+func TestHoldGreedyOrdersABatch(t *testing.T) {
+	w := LognormalWorkload()
+	f := NewAssignFleet(Config{Pods: 1, Sim: PodSim(w), Slowdown: BenchSlowdown, Params: LoopbackParams()})
+	jobs := []Job{job(0, 8000, 1), job(time.Millisecond, 100, 1)}
+	sjf, err := f.HoldGreedy(jobs, 10*time.Millisecond, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fifo, _ := f.HoldGreedy(jobs, 10*time.Millisecond, false)
+	if sjf[1] > 50*time.Millisecond || fifo[1] < 900*time.Millisecond {
+		t.Fatalf("short prompt's TTFT: %v smallest first, %v in arrival order", sjf[1], fifo[1])
+	}
+	if sjf[0] < fifo[0]+20*time.Millisecond {
+		t.Errorf("long prompt's TTFT %v smallest first, %v in arrival order: want it behind the short one", sjf[0], fifo[0])
+	}
+	none, _ := f.HoldGreedy(jobs, 0, true)
+	g, _ := f.TTFTs(jobs, []int{0, 0})
+	if !slices.Equal(none, g) {
+		t.Errorf("hold 0: %v, greedy %v", none, g)
+	}
+}

@@ -38,6 +38,7 @@ func main() {
 	targets := flag.String("targets", "4965ms,5328ms,6400ms,6800ms", "TTFT targets, one search per target")
 	iters := flag.Int("iters", 20000, "moves tried per window and target (the search's cost bound)")
 	temp := flag.Duration("temp", 0, "annealing start temperature (0: descent only)")
+	holds := flag.String("holds", "", "also replay an online router that holds requests for each of these (fleetsim.AssignFleet.HoldGreedy), in arrival order and smallest prompt first; e.g. 100ms,250ms")
 	chain := flag.Bool("chain", false, "each target's search starts from the previous target's result (targets in falling order), not from the greedy")
 	perWindow := flag.Bool("windows", false, "print each window's result")
 	flag.Parse()
@@ -59,6 +60,17 @@ func main() {
 		ts = append(ts, t)
 	}
 	n := int(*rate * dur.Seconds())
+	var hs []time.Duration
+	if *holds != "" {
+		for _, s := range strings.Split(*holds, ",") {
+			h, err := time.ParseDuration(s)
+			if err != nil {
+				fail(err)
+			}
+			hs = append(hs, h)
+		}
+	}
+	holdAll := make([][2][]float64, len(hs))
 	var greedyAll, prompts []float64
 	var bounds [][]time.Duration
 	all := make([][]float64, len(ts))
@@ -99,6 +111,15 @@ func main() {
 			}
 		}
 		bounds = append(bounds, f.FluidBound(jobs, 60))
+		for i, h := range hs {
+			for o, sjf := range []bool{false, true} {
+				tt, err := f.HoldGreedy(jobs, h, sjf)
+				if err != nil {
+					fail(err)
+				}
+				holdAll[i][o] = append(holdAll[i][o], ms(tt)...)
+			}
+		}
 		start := g
 		for i, t := range ts {
 			t0 := time.Now()
@@ -144,6 +165,19 @@ func main() {
 		bench.Percentile(greedyAll, 50), bench.Percentile(greedyAll, 99), countOverMs(greedyAll, ts[0]), 100*float64(slowTok[0])/float64(allTok))
 	fmt.Printf("greedy's requests over the first target: prompt p50 %.0f tokens (all requests: %.0f), %d of %d on the slow pod\n\n",
 		bench.Percentile(overPrompt[0], 50), bench.Percentile(prompts, 50), overSlow[0], len(overPrompt[0]))
+	if len(hs) > 0 {
+		fmt.Println("online: hold each request to the next multiple of the hold, then dispatch the batch greedily (exact replay)")
+		fmt.Println()
+		fmt.Println("| hold | batch order | p50 | p90 | p99 |")
+		fmt.Println("|---|---|---|---|---|")
+		for i, h := range hs {
+			for o, name := range []string{"arrival", "smallest prompt first"} {
+				a := holdAll[i][o]
+				fmt.Printf("| %v | %s | %.0f | %.0f | **%.0f** |\n", h, name, bench.Percentile(a, 50), bench.Percentile(a, 90), bench.Percentile(a, 99))
+			}
+		}
+		fmt.Println()
+	}
 	fmt.Println("| target ms | requests over target (pooled) | p50 | p99 | max | requests on slow pod | prompt tokens on slow pod | over target: prompt p50 | over target: on slow pod | moves tried | search time |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
 	for i, t := range ts {
