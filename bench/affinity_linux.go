@@ -11,18 +11,21 @@ import (
 	"strconv"
 	"syscall"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
-// cpuMask is the kernel's cpu_set_t for up to 1,024 CPUs.
-type cpuMask [16]uint64
+// maxCPUs is how many CPUs a unix.CPUSet holds (the kernel's cpu_set_t).
+const maxCPUs = int(unsafe.Sizeof(unix.CPUSet{})) * 8
 
-func maskOf(cpus []int) (cpuMask, error) {
-	var m cpuMask
+// maskOf is the kernel's CPU set of cpus.
+func maskOf(cpus []int) (unix.CPUSet, error) {
+	var m unix.CPUSet
 	for _, c := range cpus {
-		if c < 0 || c >= 64*len(m) {
+		if c < 0 || c >= maxCPUs {
 			return m, errors.New("cpu " + strconv.Itoa(c) + " out of range")
 		}
-		m[c/64] |= 1 << (c % 64)
+		m.Set(c)
 	}
 	return m, nil
 }
@@ -33,9 +36,8 @@ func setAffinity(tid int, cpus []int) error {
 	if err != nil {
 		return err
 	}
-	_, _, e := syscall.RawSyscall(syscall.SYS_SCHED_SETAFFINITY, uintptr(tid), unsafe.Sizeof(m), uintptr(unsafe.Pointer(&m)))
-	if e != 0 {
-		return os.NewSyscallError("sched_setaffinity", e)
+	if err := unix.SchedSetaffinity(tid, &m); err != nil {
+		return os.NewSyscallError("sched_setaffinity", err)
 	}
 	return nil
 }
@@ -43,17 +45,14 @@ func setAffinity(tid int, cpus []int) error {
 // affinity returns the CPUs thread tid (0: the calling thread; a process
 // id names its main thread) may run on, in increasing order.
 func affinity(tid int) ([]int, error) {
-	var m cpuMask
-	_, _, e := syscall.RawSyscall(syscall.SYS_SCHED_GETAFFINITY, uintptr(tid), unsafe.Sizeof(m), uintptr(unsafe.Pointer(&m)))
-	if e != 0 {
-		return nil, os.NewSyscallError("sched_getaffinity", e)
+	var m unix.CPUSet
+	if err := unix.SchedGetaffinity(tid, &m); err != nil {
+		return nil, os.NewSyscallError("sched_getaffinity", err)
 	}
 	var cpus []int
-	for i, w := range m {
-		for b := range 64 {
-			if w&(1<<b) != 0 {
-				cpus = append(cpus, 64*i+b)
-			}
+	for c := range maxCPUs {
+		if m.IsSet(c) {
+			cpus = append(cpus, c)
 		}
 	}
 	return cpus, nil
