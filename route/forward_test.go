@@ -488,3 +488,21 @@ func testIdleTimeoutCutsSilentStreamWithErrorFrame(t *testing.T, post postFunc) 
 		t.Fatalf("want an error frame after the first, got %q", b)
 	}
 }
+
+// A backend answering HTTP/1.0 with a body delimited by its close: the
+// client gets the proxy's own HTTP/1.1 status line over the chunked body
+// the proxy streams, and the whole body at once (an "HTTP/1.0" line over
+// a chunked body made a client read the chunk framing as the body and
+// wait for a close that keep-alive never sent).
+func TestHTTP10BackendAnswer(t *testing.T) {
+	be := startRawBackend(t, func(c net.Conn, n int, head []byte) bool {
+		c.Write([]byte("HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nhello"))
+		return false // close: the end of the body
+	})
+	tp := startProxy(t, testConfig(be.url()))
+	start := time.Now()
+	r := rawDo(t, tp.addr, "POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}")
+	if d := time.Since(start); r.status != 200 || r.body != "hello" || !strings.HasPrefix(r.head, "HTTP/1.1 200 OK\r\n") || d > 2*time.Second {
+		t.Fatalf("after %v: %d %q, head %q; want HTTP/1.1 200 and hello at once", d, r.status, r.body, r.head)
+	}
+}

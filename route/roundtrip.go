@@ -92,6 +92,11 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 	}
 	ctx.Response.Reset()
 	resp.Header.CopyTo(&ctx.Response.Header)
+	// The status line is the proxy's own: CopyTo copied the backend's
+	// version, and an "HTTP/1.0" line over a chunked body (what a stream
+	// of unknown length becomes) tells the client to read until the
+	// connection closes, which keep-alive never does.
+	ctx.Response.Header.SetProtocol(http11)
 	stripHop(&ctx.Response.Header)
 	ctx.Response.Header.Del(hdrORCA)
 	ctx.Response.SetStatusCode(status)
@@ -132,6 +137,8 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 	ctx.Response.SetBodyStream(s, size)
 	return failure{}, nil
 }
+
+var http11 = []byte("HTTP/1.1")
 
 // forwardBuffered answers with a small upstream body read whole, releases
 // the upstream response and settles the request. A body cut short is an
