@@ -45,7 +45,9 @@ type Options struct {
 	Rand Rand
 	// LookupHost resolves backends.dns. Default: net.DefaultResolver.
 	LookupHost func(ctx context.Context, host string) ([]string, error)
-	// Fetcher fetches load for probes and scrapes. Default: probe.HTTPFetcher.
+	// Fetcher fetches load for probes and scrapes. Default: a
+	// probe.HTTPFetcher on the proxy's upstream.tls (a Fetcher given here
+	// speaks to https backends with its own TLS settings).
 	Fetcher probe.Fetcher
 	// Discover starts Kubernetes discovery (backends.kubernetes). Default:
 	// nil, and a config with backends.kubernetes is rejected.
