@@ -123,11 +123,16 @@ func members(assign []int, pods int) [][]int {
 // Greedy is the assignment oracle_sim makes (each job, in arrival order, to
 // the pod where its first token comes soonest given the jobs before it; ties
 // to the lowest pod), by replay. It is the offline search's start.
-func (f *AssignFleet) Greedy(jobs []Job) ([]int, error) {
+func (f *AssignFleet) Greedy(jobs []Job) ([]int, error) { return f.GreedyFrom(jobs, nil) }
+
+// GreedyFrom is Greedy for the jobs after fixed: jobs[:len(fixed)] keep the
+// pods fixed gives them.
+func (f *AssignFleet) GreedyFrom(jobs []Job, fixed []int) ([]int, error) {
 	assign := make([]int, len(jobs))
-	m := make([][]int, len(f.Slowdown))
+	copy(assign, fixed)
+	m := members(assign[:len(fixed)], len(f.Slowdown))
 	ttft := make([]time.Duration, len(jobs))
-	for j := range jobs {
+	for j := len(fixed); j < len(jobs); j++ {
 		best, bestT := 0, time.Duration(-1)
 		for p := range m {
 			idx := append(m[p], j)

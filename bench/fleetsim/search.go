@@ -20,6 +20,9 @@ type SearchOptions struct {
 	// worsens the cost by c is kept with probability exp(-c/temp), temp
 	// falling linearly to 0 over Iters. 0: plain descent.
 	Temp time.Duration
+	// From: jobs before it (in job order) keep their pods (decisions
+	// already made, for Rolling); only the rest move.
+	From int
 }
 
 // SearchResult is the best assignment a search found.
@@ -118,6 +121,9 @@ func (f *AssignFleet) Search(jobs []Job, start []int, o SearchOptions) (SearchRe
 			}
 			j = near[rng.IntN(len(near))]
 		}
+		if j < o.From {
+			continue
+		}
 		a := assign[j]
 		b := rng.IntN(len(m) - 1)
 		if b >= a {
@@ -128,7 +134,7 @@ func (f *AssignFleet) Search(jobs []Job, start []int, o SearchOptions) (SearchRe
 		if rng.IntN(4) == 0 {
 			near = near[:0]
 			for _, c := range m[b] {
-				if d := jobs[c].At - jobs[j].At; d > -3*time.Second && d < 3*time.Second {
+				if d := jobs[c].At - jobs[j].At; c >= o.From && d > -3*time.Second && d < 3*time.Second {
 					near = append(near, c)
 				}
 			}

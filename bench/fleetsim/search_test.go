@@ -143,3 +143,22 @@ func TestHoldGreedyOrdersABatch(t *testing.T) {
 		t.Errorf("hold 0: %v, greedy %v", none, g)
 	}
 }
+
+// Rolling on TestSearchMakesRoomForALateLongPrompt's three prompts: seeing
+// 10 ms ahead, the first decision already knows the long prompt is coming
+// and leaves it a pod (its TTFT ~0.97 s); seeing 1 ms ahead, each short
+// prompt is placed greedily before the long one is known, and it waits
+// behind one of them (~1.46 s).
+func TestRollingUsesItsSight(t *testing.T) {
+	f := twoPods()
+	jobs := []Job{job(0, 4000, 1), job(time.Millisecond, 4000, 1), job(2*time.Millisecond, 8000, 1)}
+	o := SearchOptions{Target: 1200 * time.Millisecond, Iters: 200, Seed: 1}
+	_, far, err := f.Rolling(jobs, 10*time.Millisecond, time.Millisecond, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, near, _ := f.Rolling(jobs, time.Millisecond, time.Millisecond, o)
+	if far[2] > o.Target || near[2] < 1400*time.Millisecond {
+		t.Fatalf("long prompt's TTFT: %v seeing 10 ms ahead, %v seeing 1 ms", far[2], near[2])
+	}
+}

@@ -39,6 +39,9 @@ func main() {
 	iters := flag.Int("iters", 20000, "moves tried per window and target (the search's cost bound)")
 	temp := flag.Duration("temp", 0, "annealing start temperature (0: descent only)")
 	holds := flag.String("holds", "", "also replay an online router that holds requests for each of these (fleetsim.AssignFleet.HoldGreedy), in arrival order and smallest prompt first; e.g. 100ms,250ms")
+	sights := flag.String("sights", "", "also replay a router that sees this far ahead (fleetsim.AssignFleet.Rolling, aiming at the first target), e.g. 1s,2s,5s")
+	step := flag.Duration("step", time.Second, "Rolling: how often it fixes the next step's decisions")
+	rollIters := flag.Int("roll-iters", 1000, "Rolling: moves tried per step and window")
 	chain := flag.Bool("chain", false, "each target's search starts from the previous target's result (targets in falling order), not from the greedy")
 	perWindow := flag.Bool("windows", false, "print each window's result")
 	flag.Parse()
@@ -71,6 +74,17 @@ func main() {
 		}
 	}
 	holdAll := make([][2][]float64, len(hs))
+	var ss []time.Duration
+	if *sights != "" {
+		for _, s := range strings.Split(*sights, ",") {
+			h, err := time.ParseDuration(s)
+			if err != nil {
+				fail(err)
+			}
+			ss = append(ss, h)
+		}
+	}
+	rollAll := make([][]float64, len(ss))
 	var greedyAll, prompts []float64
 	var bounds [][]time.Duration
 	all := make([][]float64, len(ts))
@@ -111,6 +125,13 @@ func main() {
 			}
 		}
 		bounds = append(bounds, f.FluidBound(jobs, 60))
+		for i, h := range ss {
+			_, tt, err := f.Rolling(jobs, h, *step, fleetsim.SearchOptions{Target: ts[0], Iters: *rollIters, Seed: uint64(k), Temp: *temp})
+			if err != nil {
+				fail(err)
+			}
+			rollAll[i] = append(rollAll[i], ms(tt)...)
+		}
 		for i, h := range hs {
 			for o, sjf := range []bool{false, true} {
 				tt, err := f.HoldGreedy(jobs, h, sjf)
@@ -165,6 +186,16 @@ func main() {
 		bench.Percentile(greedyAll, 50), bench.Percentile(greedyAll, 99), countOverMs(greedyAll, ts[0]), 100*float64(slowTok[0])/float64(allTok))
 	fmt.Printf("greedy's requests over the first target: prompt p50 %.0f tokens (all requests: %.0f), %d of %d on the slow pod\n\n",
 		bench.Percentile(overPrompt[0], 50), bench.Percentile(prompts, 50), overSlow[0], len(overPrompt[0]))
+	if len(ss) > 0 {
+		fmt.Printf("foresight: every %v, the next %v's requests are placed by a %d-move search aiming at %v over the requests arriving in the next SIGHT (fleetsim.AssignFleet.Rolling)\n\n", *step, *step, *rollIters, ts[0])
+		fmt.Println("| sight | requests over target | p50 | p90 | p99 |")
+		fmt.Println("|---|---|---|---|---|")
+		for i, h := range ss {
+			a := rollAll[i]
+			fmt.Printf("| %v | %d | %.0f | %.0f | **%.0f** |\n", h, countOverMs(a, ts[0]), bench.Percentile(a, 50), bench.Percentile(a, 90), bench.Percentile(a, 99))
+		}
+		fmt.Println()
+	}
 	if len(hs) > 0 {
 		fmt.Println("online: hold each request to the next multiple of the hold, then dispatch the batch greedily (exact replay)")
 		fmt.Println()
