@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strings"
@@ -120,16 +121,42 @@ func (v *checker) upstreamTLS(t UpstreamTLS) ClientTLS {
 	return c
 }
 
-// readFile reads the file a key names, or adds a problem.
+// maxPEMBytes bounds a file upstream.tls names: a CA bundle of every
+// public root is about 200 KiB.
+const maxPEMBytes = 4 << 20
+
+// readFile reads the file a key names, or adds a problem. It must be a
+// regular file (a Kubernetes Secret's symlinks are followed) of at most
+// maxPEMBytes: -check never blocks on a pipe or reads a device forever.
 func (v *checker) readFile(path, file string) ([]byte, bool) {
 	st, err := os.Stat(file)
-	if err == nil && st.IsDir() {
+	switch {
+	case err != nil:
+		v.add(path, "cannot read %q: %v", file, unwrapPathError(err))
+		return nil, false
+	case st.IsDir():
 		v.add(path, "%q is a directory, not a PEM file", file)
 		return nil, false
+	case !st.Mode().IsRegular():
+		v.add(path, "%q is not a regular file", file)
+		return nil, false
+	case st.Size() > maxPEMBytes:
+		v.add(path, "%q is larger than %d MiB: not a PEM file of certificates or a key", file, maxPEMBytes>>20)
+		return nil, false
 	}
-	b, err := os.ReadFile(file)
+	f, err := os.Open(file)
 	if err != nil {
 		v.add(path, "cannot read %q: %v", file, unwrapPathError(err))
+		return nil, false
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxPEMBytes+1))
+	if err != nil {
+		v.add(path, "cannot read %q: %v", file, unwrapPathError(err))
+		return nil, false
+	}
+	if len(b) > maxPEMBytes {
+		v.add(path, "%q is larger than %d MiB: not a PEM file of certificates or a key", file, maxPEMBytes>>20)
 		return nil, false
 	}
 	return b, true

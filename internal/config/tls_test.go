@@ -77,6 +77,7 @@ func TestUpstreamTLSProblems(t *testing.T) {
 	f := writeTLSFiles(t)
 	notPEM := testutil.WriteFile(t, f.dir, "not.pem", []byte("hello\n"))
 	missing := filepath.Join(f.dir, "missing.pem")
+	huge := testutil.WriteFile(t, f.dir, "huge.pem", make([]byte, maxPEMBytes+1))
 	tests := []struct {
 		name string
 		tls  UpstreamTLS
@@ -85,6 +86,8 @@ func TestUpstreamTLSProblems(t *testing.T) {
 		{"ca missing", UpstreamTLS{CAFile: missing}, `upstream.tls.ca_file: cannot read "` + missing + `": no such file or directory`},
 		{"ca directory", UpstreamTLS{CAFile: f.dir}, `upstream.tls.ca_file: "` + f.dir + `" is a directory, not a PEM file`},
 		{"ca not PEM", UpstreamTLS{CAFile: notPEM}, `upstream.tls.ca_file: "` + notPEM + `" holds no PEM certificate`},
+		{"ca too large", UpstreamTLS{CAFile: huge}, `upstream.tls.ca_file: "` + huge + `" is larger than 4 MiB`},
+		{"ca a device", UpstreamTLS{CAFile: os.DevNull}, `upstream.tls.ca_file: "` + os.DevNull + `" is not a regular file`},
 		{"ca is a key", UpstreamTLS{CAFile: f.key}, `upstream.tls.ca_file: "` + f.key + `" holds no PEM certificate`},
 		{"cert without key", UpstreamTLS{CertFile: f.cert}, `upstream.tls.key_file: must be set with upstream.tls.cert_file`},
 		{"key without cert", UpstreamTLS{KeyFile: f.key}, `upstream.tls.cert_file: must be set with upstream.tls.key_file`},
