@@ -37,7 +37,7 @@ type readyCheck struct {
 }
 
 func (w *readyCheck) check(fd uintptr) bool {
-	n, _, err := syscall.Recvfrom(int(fd), w.buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+	n, err := peekFD(fd, w.buf[:])
 	if err == syscall.EAGAIN || err == syscall.EWOULDBLOCK {
 		return false // nothing yet: wait for readability
 	}

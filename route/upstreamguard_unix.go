@@ -30,7 +30,7 @@ func (p *peeker) reset(c net.Conn) {
 }
 
 func (p *peeker) peek(fd uintptr) bool {
-	n, _, err := syscall.Recvfrom(int(fd), p.buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+	n, err := peekFD(fd, p.buf[:])
 	// n > 0: unread bytes; n == 0 without error: the peer closed.
 	p.ready = n > 0 || (n == 0 && err == nil)
 	return true
