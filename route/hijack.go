@@ -38,6 +38,7 @@ type hijackState struct {
 	head    *[]byte                // response header block, written first
 	cc      *clientConn            // the connection as fasthttp holds it
 	raw     net.Conn               // its socket, which the pump writes to
+	w       *rawSocket             // how the pump writes: the clientConn's rawSocket
 	reg     hijackEntry            // its registration (hijack_registry.go)
 }
 
@@ -84,6 +85,13 @@ func (p *Proxy) startHijack(ctx *fasthttp.RequestCtx, s *bodyStream) bool {
 	s.hj.head = buf
 	s.hj.cc = ctx.Conn().(*clientConn)
 	s.hj.raw = s.hj.cc.Conn
+	// The pump writes through the clientConn's raw socket, which no one
+	// else uses once fasthttp lets go of the connection: raw write(2)
+	// calls. A plain Write enters the scheduler's system-call state, and
+	// when the proxy was idle between two frames (all Ps idle, sysmon
+	// parked), that wakes sysmon, which then polls every 20 µs: with
+	// paced streams, one wake-up per frame.
+	s.hj.w = &s.hj.cc.raw
 	handler := s.hj.handler // s may be Shutdown's once registered
 	s.hj.reg.s, s.hj.reg.raw = s, s.hj.raw
 	if !p.hijacks.register(&s.hj.reg) {
@@ -205,7 +213,7 @@ func (s *bodyStream) write(b []byte) bool {
 	if t, ok := s.writeBy.due(time.Now(), s.idle); ok {
 		s.writeBy.armed(s.client.SetWriteDeadline(t), t)
 	}
-	_, err := s.client.Write(b)
+	_, err := s.hj.w.write(b)
 	return err == nil
 }
 
