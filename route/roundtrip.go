@@ -30,6 +30,13 @@ import (
 // afresh (a dead pod then refuses the dial, which the breaker counts).
 func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *Backend, ticket breaker.Ticket, start time.Time, dec Decision, attempt int, idReplaced bool) (failure, error) {
 	req := &ctx.Request
+	// The token work first: its prefill is the prompt minus the prefix b
+	// held before this request. NoteDispatch then records that b holds
+	// this prompt's blocks too; in the other order every request's own
+	// blocks matched, and its prefill counted only the tail past its last
+	// whole block (38 tokens at the median of the bench's lognormal
+	// prompts, against 1,271 true).
+	work := p.beginWork(rt, rc, b, p.now())
 	p.memory.NoteDispatch(b, &rc.info, start)
 	// The HostClient's scheme, whatever the client's request line said: an
 	// absolute "https://..." URI would otherwise make it refuse the request
@@ -44,7 +51,6 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 	u.SetHost(b.addr)
 	u.SetUsername("")
 	u.SetPassword("")
-	work := p.beginWork(rt, rc, b, p.now())
 	b.state.Dispatch()
 	resp := fasthttp.AcquireResponse()
 	err := b.hc.Do(req, resp)
