@@ -34,7 +34,9 @@ import (
 //     the small prompts behind it (what the offline search's assignments
 //     do: the requests they leave over the target are large prompts).
 //
-// Prefix caches are ignored (the trace shares no prefixes).
+// Prefix caches are ignored (the trace shares no prefixes). Each pick
+// replays every pod's whole history: a run costs O(requests^2) steps, fine
+// for the 20 s trace windows, slow for long runs.
 const (
 	OracleReplay = "oracle_replay"
 	OracleSize   = "oracle_size"
