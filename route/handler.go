@@ -77,11 +77,12 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 		p.metrics.requests(nil, status)
 		return
 	}
-	if ambiguousFraming(ctx.Request.Header.RawHeaders()) {
-		// Content-Length and Transfer-Encoding together are the shape of
-		// request smuggling (RFC 9112 section 6.3): refuse, and close the
-		// connection since its framing cannot be trusted.
-		writeError(ctx, fasthttp.StatusBadRequest, "request has both Content-Length and Transfer-Encoding")
+	if msg := badFraming(ctx.Request.Header.RawHeaders()); msg != "" {
+		// Content-Length and Transfer-Encoding together, or a coding
+		// other than chunked, are the shapes of request smuggling (RFC
+		// 9112 section 6.3): refuse, and close the connection since its
+		// framing cannot be trusted.
+		writeError(ctx, fasthttp.StatusBadRequest, msg)
 		ctx.SetConnectionClose()
 		p.metrics.requests(nil, fasthttp.StatusBadRequest)
 		return

@@ -85,14 +85,25 @@ func appendRequestID(dst []byte, r uint64) []byte {
 	return dst
 }
 
-// ambiguousFraming reports whether raw request headers carry both
-// Content-Length and Transfer-Encoding.
+// Request framing the proxy refuses (RFC 9112 section 6.3), in its
+// messages to the client.
+const (
+	msgFramingBoth     = "request has both Content-Length and Transfer-Encoding"
+	msgFramingNotChunk = "request Transfer-Encoding is not chunked"
+)
+
 var (
 	strContentLength    = []byte("Content-Length")
 	strTransferEncoding = []byte("Transfer-Encoding")
+	strChunked          = []byte("chunked")
 )
 
-func ambiguousFraming(raw []byte) bool {
+// badFraming returns why raw request headers leave the body's length in
+// doubt, or "": both Content-Length and Transfer-Encoding, or a
+// Transfer-Encoding other than chunked. fasthttp reads an "identity" body
+// as empty, so its bytes would be parsed as the connection's next request
+// (fasthttp itself refuses any other coding, lists and repeated fields).
+func badFraming(raw []byte) string {
 	var cl, te bool
 	for len(raw) > 0 {
 		line := raw
@@ -107,10 +118,16 @@ func ambiguousFraming(raw []byte) bool {
 				cl = true
 			case bytes.EqualFold(k, strTransferEncoding):
 				te = true
+				if !bytes.EqualFold(bytes.Trim(line[i+1:], " \t\r"), strChunked) {
+					return msgFramingNotChunk
+				}
 			}
 		}
 	}
-	return cl && te
+	if cl && te {
+		return msgFramingBoth
+	}
+	return ""
 }
 
 func bytesHasPrefix(b []byte, prefix string) bool {

@@ -211,6 +211,32 @@ func TestRequestSmugglingAndHeaderInjection(t *testing.T) {
 	}
 }
 
+// A Transfer-Encoding other than chunked leaves a request's length
+// undetermined (RFC 9112 section 6.3): the proxy answers 400 and closes,
+// rather than reading no body and parsing that body as the connection's
+// next request, which a front proxy delimiting the body otherwise would
+// have let one client's bytes become a request of their own (TE.0).
+func TestTransferEncodingOtherThanChunkedIsRefused(t *testing.T) {
+	backend := startRawUpstream(t)
+	tp := startProxy(t, withDefaultAllow(testConfig("http://"+backend.ln.Addr().String())))
+	for _, te := range []string{"identity", "IDENTITY", " identity\t"} {
+		before := len(backend.requests())
+		r := rawDo(t, tp.addr, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding:"+te+"\r\n\r\n"+
+			"GET /v1/models?smuggled HTTP/1.1\r\nHost: x\r\n\r\n")
+		if r.status != 400 || !strings.Contains(r.body, `"code":400`) || !strings.Contains(strings.ToLower(r.head), "connection: close") {
+			t.Errorf("Transfer-Encoding %q: status %d, head %q, body %q; want a 400 envelope and Connection: close", te, r.status, r.head, r.body)
+		}
+		if seen := backend.requests()[before:]; len(seen) != 0 {
+			t.Errorf("Transfer-Encoding %q: the backend saw %q", te, seen)
+		}
+	}
+	// Chunked, in any case, is still read and forwarded.
+	r := rawDo(t, tp.addr, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: Chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n")
+	if r.status != 200 {
+		t.Errorf("chunked request: status %d, want 200", r.status)
+	}
+}
+
 // ftCheckHead fails if a forwarded request head has a header line with a bare
 // CR or LF, a NUL, or a line that was injected as its own header.
 func ftCheckHead(t testing.TB, h []byte, noInjected bool) {
