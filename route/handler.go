@@ -77,11 +77,12 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 		p.metrics.requests(nil, status)
 		return
 	}
-	if msg := badFraming(ctx.Request.Header.RawHeaders()); msg != "" {
+	if msg := badFields(ctx.Request.Header.RawHeaders()); msg != "" {
 		// Content-Length and Transfer-Encoding together, or a coding
 		// other than chunked, are the shapes of request smuggling (RFC
-		// 9112 section 6.3): refuse, and close the connection since its
-		// framing cannot be trusted.
+		// 9112 section 6.3), and a field name with a space is no HTTP:
+		// refuse, and close the connection since its framing cannot be
+		// trusted.
 		writeError(ctx, fasthttp.StatusBadRequest, msg)
 		ctx.SetConnectionClose()
 		p.metrics.requests(nil, fasthttp.StatusBadRequest)

@@ -85,11 +85,11 @@ func appendRequestID(dst []byte, r uint64) []byte {
 	return dst
 }
 
-// Request framing the proxy refuses (RFC 9112 section 6.3), in its
-// messages to the client.
+// Request header fields the proxy refuses, in its messages to the client.
 const (
 	msgFramingBoth     = "request has both Content-Length and Transfer-Encoding"
 	msgFramingNotChunk = "request Transfer-Encoding is not chunked"
+	msgNameSpace       = "request header name contains a space"
 )
 
 var (
@@ -98,12 +98,19 @@ var (
 	strChunked          = []byte("chunked")
 )
 
-// badFraming returns why raw request headers leave the body's length in
-// doubt, or "": both Content-Length and Transfer-Encoding, or a
-// Transfer-Encoding other than chunked. fasthttp reads an "identity" body
-// as empty, so its bytes would be parsed as the connection's next request
-// (fasthttp itself refuses any other coding, lists and repeated fields).
-func badFraming(raw []byte) string {
+// badFields returns why raw request headers are refused, or "".
+//
+// The body's length in doubt (RFC 9112 section 6.3): both Content-Length
+// and Transfer-Encoding, or a Transfer-Encoding other than chunked.
+// fasthttp reads an "identity" body as empty, so its bytes would be parsed
+// as the connection's next request (fasthttp itself refuses any other
+// coding, lists and repeated fields).
+//
+// A field name with a space inside, which is no token (RFC 9110 section
+// 5.1): fasthttp accepts it (it refuses every other non-token byte) and
+// would forward it as written, for the backend to refuse in its own words
+// or read its own way.
+func badFields(raw []byte) string {
 	var cl, te bool
 	for len(raw) > 0 {
 		line := raw
@@ -113,7 +120,11 @@ func badFraming(raw []byte) string {
 			raw = nil
 		}
 		if i := bytes.IndexByte(line, ':'); i > 0 {
-			switch k := line[:i]; {
+			k := line[:i]
+			if bytes.IndexByte(k, ' ') >= 0 {
+				return msgNameSpace
+			}
+			switch {
 			case bytes.EqualFold(k, strContentLength):
 				cl = true
 			case bytes.EqualFold(k, strTransferEncoding):

@@ -237,6 +237,25 @@ func TestTransferEncodingOtherThanChunkedIsRefused(t *testing.T) {
 	}
 }
 
+// A field name must be a token (RFC 9110 section 5.1): fasthttp accepts a
+// name with a space inside and would forward it as written, for the
+// backend's own parser to refuse with a plain-text 400 or to read its own
+// way. The proxy answers such a request itself, in the envelope.
+func TestHeaderNameWithSpaceIsRefused(t *testing.T) {
+	backend := startRawUpstream(t)
+	tp := startProxy(t, withDefaultAllow(testConfig("http://"+backend.ln.Addr().String())))
+	for _, field := range []string{"Bad Name: y", "Transfer-Encoding x: chunked", "X-Request Id: forged"} {
+		before := len(backend.requests())
+		r := rawDo(t, tp.addr, "GET /v1/models HTTP/1.1\r\nHost: x\r\n"+field+"\r\n\r\n")
+		if r.status != 400 || !strings.Contains(r.body, `"code":400`) || !strings.Contains(strings.ToLower(r.head), "connection: close") {
+			t.Errorf("%q: status %d, head %q, body %q; want a 400 envelope and Connection: close", field, r.status, r.head, r.body)
+		}
+		if seen := backend.requests()[before:]; len(seen) != 0 {
+			t.Errorf("%q: the backend saw %q", field, seen)
+		}
+	}
+}
+
 // ftCheckHead fails if a forwarded request head has a header line with a bare
 // CR or LF, a NUL, or a line that was injected as its own header.
 func ftCheckHead(t testing.TB, h []byte, noInjected bool) {
