@@ -19,6 +19,11 @@ import (
 //     absolute-form with scheme http or https and no userinfo, else 400:
 //     userinfo would become an Authorization header upstream, and any other
 //     scheme names a protocol the proxy does not speak.
+//   - No trailer fields, received or announced, else 400: the body goes
+//     upstream with a Content-Length, and fasthttp would merge the
+//     trailers into the header section (RFC 9110 section 6.5.1 forbids
+//     it), where they pass for fields a gateway in front never checked.
+//     OpenAI clients send none.
 func admit(h *fasthttp.RequestHeader) (status int, msg string) {
 	switch proto := h.Protocol(); {
 	case string(proto) == "HTTP/1.1":
@@ -31,6 +36,9 @@ func admit(h *fasthttp.RequestHeader) (status int, msg string) {
 	}
 	if !validTarget(h.RequestURI(), h.IsOptions()) {
 		return fasthttp.StatusBadRequest, "request target must be a path, or an http(s) URL without userinfo"
+	}
+	if len(h.PeekTrailerKeys()) > 0 {
+		return fasthttp.StatusBadRequest, "request trailer fields are not supported"
 	}
 	return 0, ""
 }

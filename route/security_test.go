@@ -256,6 +256,35 @@ func TestHeaderNameWithSpaceIsRefused(t *testing.T) {
 	}
 }
 
+// Trailer fields of a chunked request never become header fields upstream
+// (RFC 9110 section 6.5.1 forbids merging them): the proxy forwards the body
+// with a Content-Length, so a trailer would have reached the backend as a
+// header that a gateway in front, which checks the header section, never
+// saw. The proxy refuses such a request in the envelope.
+func TestRequestTrailersNeverBecomeHeaders(t *testing.T) {
+	backend := startRawUpstream(t)
+	tp := startProxy(t, withDefaultAllow(testConfig("http://"+backend.ln.Addr().String())))
+	const chunked = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nX-User: alice\r\nTransfer-Encoding: chunked\r\n"
+	for name, req := range map[string]string{
+		"unannounced": chunked + "\r\n2\r\n{}\r\n0\r\nX-User: admin\r\n\r\n",
+		"announced":   chunked + "Trailer: X-Request-Id\r\n\r\n2\r\n{}\r\n0\r\nX-Request-Id: forged\r\n\r\n",
+		"bad name":    chunked + "\r\n2\r\n{}\r\n0\r\nBad Name: y\r\n\r\n",
+	} {
+		before := len(backend.requests())
+		r := rawDo(t, tp.addr, req)
+		if r.status != 400 || !strings.Contains(r.body, `"code":400`) {
+			t.Errorf("%s: status %d, body %q; want a 400 envelope", name, r.status, r.body)
+		}
+		if seen := backend.requests()[before:]; len(seen) != 0 {
+			t.Errorf("%s: the backend saw %q", name, seen)
+		}
+	}
+	// A chunked body without trailers is forwarded.
+	if r := rawDo(t, tp.addr, chunked+"\r\n2\r\n{}\r\n0\r\n\r\n"); r.status != 200 {
+		t.Errorf("chunked request without trailers: status %d, want 200", r.status)
+	}
+}
+
 // ftCheckHead fails if a forwarded request head has a header line with a bare
 // CR or LF, a NUL, or a line that was injected as its own header.
 func ftCheckHead(t testing.TB, h []byte, noInjected bool) {
