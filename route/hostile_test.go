@@ -224,3 +224,67 @@ func TestStalledReaderIsCut(t *testing.T) {
 		return tp.counter(t, "probegate_requests_total", map[string]string{"code": "499"}) == 1
 	})
 }
+
+// upstream.first_byte_timeout bounds the whole response head, not only its
+// first byte: a backend that sends its status line and then one header
+// line every 200 ms, never silent for upstream.idle_timeout, gets the client
+// a 504 after about first_byte_timeout instead of holding it for as long
+// as it trickles (up to the 4 KiB head buffer, a byte per idle_timeout:
+// days at the defaults).
+func TestTricklingResponseHeadIsCutAtFirstByteTimeout(t *testing.T) {
+	be := startRawBackend(t, func(c net.Conn, _ int, _ []byte) bool {
+		if _, err := c.Write([]byte("HTTP/1.1 200 OK\r\n")); err != nil {
+			return false
+		}
+		for i := 0; i < 50; i++ {
+			time.Sleep(200 * time.Millisecond)
+			if _, err := c.Write([]byte("X-Trickle: " + itoa(i) + "\r\n")); err != nil {
+				return false
+			}
+		}
+		return false
+	})
+	cfg := testConfig(be.url())
+	cfg.Upstream.FirstByteTimeout = config.Duration(time.Second)
+	cfg.Upstream.IdleTimeout = config.Duration(5 * time.Second)
+	tp := startProxy(t, cfg)
+	start := time.Now()
+	r := rawDo(t, tp.addr, "GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n")
+	if el := time.Since(start); r.status != 504 || el > 3*time.Second {
+		t.Fatalf("status %d after %v (body %q); want 504 after about first_byte_timeout (1s)", r.status, el, r.body)
+	}
+}
+
+// The head deadline ends with the head: a stream whose head arrives in
+// pieces (its blank line split across two writes) then runs well past
+// first_byte_timeout, never silent for idle_timeout, reaches the client
+// whole.
+func TestStreamOutlivesFirstByteTimeoutAfterASplitHead(t *testing.T) {
+	be := startRawBackend(t, func(c net.Conn, _ int, _ []byte) bool {
+		for _, part := range []string{
+			"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n", "Transfer-Encoding: chunked\r\n\r", "\n",
+		} {
+			if _, err := c.Write([]byte(part)); err != nil {
+				return false
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		for i := 0; i < 8; i++ {
+			time.Sleep(250 * time.Millisecond)
+			frame := "data: " + itoa(i) + "\n\n"
+			if _, err := fmt.Fprintf(c, "%x\r\n%s\r\n", len(frame), frame); err != nil {
+				return false
+			}
+		}
+		_, err := c.Write([]byte("e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n"))
+		return err == nil
+	})
+	cfg := testConfig(be.url())
+	cfg.Upstream.FirstByteTimeout = config.Duration(time.Second)
+	cfg.Upstream.IdleTimeout = config.Duration(5 * time.Second)
+	tp := startProxy(t, cfg)
+	r := rawDo(t, tp.addr, "GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n")
+	if r.status != 200 || !strings.Contains(r.body, "data: 7\n\n") || !strings.Contains(r.body, "[DONE]") {
+		t.Fatalf("status %d, body %q; want the whole stream", r.status, r.body)
+	}
+}

@@ -1,6 +1,7 @@
 package route
 
 import (
+	"bytes"
 	"net"
 	"sync/atomic"
 	"time"
@@ -18,8 +19,12 @@ import (
 // written, the next read may wait up to firstByte (upstream.first_byte_timeout:
 // the model server may think before it answers); once bytes flow, every read
 // may wait up to idle (upstream.idle_timeout), so a stream that keeps sending
-// lives as long as it needs and a silent one is cut. Deadlines that fasthttp
-// asks for are ignored: this type owns them.
+// lives as long as it needs and a silent one is cut. The response head
+// (status line and header fields, up to the blank line) must be whole
+// within firstByte of the first read too: one deadline covers all of it, so
+// a backend that trickles header bytes, never silent for idle, cannot hold
+// the request past first_byte_timeout. Deadlines that fasthttp asks for are
+// ignored: this type owns them.
 //
 // Deadlines are re-armed lazily (see lazyDeadline): a read or write that
 // may wait d gets a deadline between d and d + d/16 away, so a busy
@@ -39,6 +44,12 @@ type deadlineConn struct {
 	awaiting        atomic.Bool // a request was written and no byte read yet
 	answered        atomic.Bool // a response byte was read on the current socket
 	reused          atomic.Bool // the current request went out on an answered socket
+	// inHead: the current response's head is not yet whole. headArmed:
+	// its deadline is armed (by its first read). headEnd: how many bytes
+	// of headTerm the last head read ended with.
+	inHead          atomic.Bool
+	headArmed       bool
+	headEnd         int
 	conns           *connTable
 	keyAddr         net.Addr // the local address this connection is known by in conns
 	key             string   // keyAddr as a string
@@ -52,6 +63,8 @@ func (c *deadlineConn) Write(p []byte) (int, error) {
 		// socket's local address in the Response (ParseNetConn), which is
 		// the key a failed round trip looks this connection up by.
 		c.awaiting.Store(true)
+		c.headArmed, c.headEnd = false, 0
+		c.inHead.Store(true)
 		c.rekey()
 	}
 	if t, ok := c.writeBy.due(time.Now(), c.idle); ok {
@@ -73,6 +86,9 @@ func (c *deadlineConn) Write(p []byte) (int, error) {
 }
 
 func (c *deadlineConn) Read(p []byte) (int, error) {
+	if c.inHead.Load() {
+		return c.readHead(p)
+	}
 	d := c.idle
 	if c.awaiting.Load() {
 		d = c.firstByte
@@ -80,6 +96,30 @@ func (c *deadlineConn) Read(p []byte) (int, error) {
 	if t, ok := c.readBy.due(time.Now(), d); ok {
 		c.readBy.armed(c.Conn.SetReadDeadline(t), t)
 	}
+	return c.read(p)
+}
+
+// readHead reads while the response head is not whole: the first read
+// arms a deadline firstByte away (lazily, as Read does), and the head's
+// later reads keep it instead of re-arming.
+func (c *deadlineConn) readHead(p []byte) (int, error) {
+	if !c.headArmed {
+		if t, ok := c.readBy.due(time.Now(), c.firstByte); ok {
+			c.readBy.armed(c.Conn.SetReadDeadline(t), t)
+		}
+		c.headArmed = c.readBy.until.Load() != 0
+	}
+	n, err := c.read(p)
+	if n > 0 {
+		var done bool
+		if c.headEnd, done = headEnds(c.headEnd, p[:n]); done {
+			c.inHead.Store(false)
+		}
+	}
+	return n, err
+}
+
+func (c *deadlineConn) read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if n > 0 {
 		c.awaiting.Store(false)
@@ -88,6 +128,39 @@ func (c *deadlineConn) Read(p []byte) (int, error) {
 		}
 	}
 	return n, err
+}
+
+// headTerm ends a response head. fasthttp wants it whole: a head ended by
+// bare LFs is never complete for it (the head deadline then cuts it).
+const headTerm = "\r\n\r\n"
+
+// headEnds reports whether b completes headTerm, given that the bytes
+// before b ended with its first m bytes; if not, it returns how many of
+// them b ends with. The first head read usually holds the whole head, so
+// this is one bytes.Index per response. An interim (1xx) head counts as
+// the end: its arrival shows the backend answering.
+func headEnds(m int, b []byte) (int, bool) {
+	if m > 0 {
+		k := 0
+		for k < len(b) && m+k < len(headTerm) && b[k] == headTerm[m+k] {
+			k++
+		}
+		if m+k == len(headTerm) {
+			return 0, true
+		}
+		if k == len(b) {
+			return m + k, false
+		}
+	}
+	if bytes.Contains(b, []byte(headTerm)) {
+		return 0, true
+	}
+	for k := min(len(headTerm)-1, len(b)); k > 0; k-- {
+		if string(b[len(b)-k:]) == headTerm[:k] {
+			return k, false
+		}
+	}
+	return 0, false
 }
 
 // SetReadDeadline is a no-op: deadlineConn owns its read deadlines.
