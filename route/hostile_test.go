@@ -232,8 +232,14 @@ func TestStalledReaderIsCut(t *testing.T) {
 // as it trickles (up to the 4 KiB head buffer, a byte per idle_timeout:
 // days at the defaults).
 func TestTricklingResponseHeadIsCutAtFirstByteTimeout(t *testing.T) {
+	t.Run("final head", func(t *testing.T) { testTricklingResponseHead(t, "") })
+	// An interim answer first is no way around it.
+	t.Run("after 100 Continue", func(t *testing.T) { testTricklingResponseHead(t, "HTTP/1.1 100 Continue\r\n\r\n") })
+}
+
+func testTricklingResponseHead(t *testing.T, interim string) {
 	be := startRawBackend(t, func(c net.Conn, _ int, _ []byte) bool {
-		if _, err := c.Write([]byte("HTTP/1.1 200 OK\r\n")); err != nil {
+		if _, err := c.Write([]byte(interim + "HTTP/1.1 200 OK\r\n")); err != nil {
 			return false
 		}
 		for i := 0; i < 50; i++ {

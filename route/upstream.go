@@ -20,10 +20,11 @@ import (
 // the model server may think before it answers); once bytes flow, every read
 // may wait up to idle (upstream.idle_timeout), so a stream that keeps sending
 // lives as long as it needs and a silent one is cut. The response head
-// (status line and header fields, up to the blank line) must be whole
-// within firstByte of the first read too: one deadline covers all of it, so
-// a backend that trickles header bytes, never silent for idle, cannot hold
-// the request past first_byte_timeout. Deadlines that fasthttp asks for are
+// (status line and header fields, up to the blank line; any interim 1xx
+// heads before it included) must be whole within firstByte of the first
+// read too: one deadline covers all of it, so a backend that trickles
+// header bytes, never silent for idle, cannot hold the request past
+// first_byte_timeout. Deadlines that fasthttp asks for are
 // ignored: this type owns them.
 //
 // Deadlines are re-armed lazily (see lazyDeadline): a read or write that
@@ -44,12 +45,15 @@ type deadlineConn struct {
 	awaiting        atomic.Bool // a request was written and no byte read yet
 	answered        atomic.Bool // a response byte was read on the current socket
 	reused          atomic.Bool // the current request went out on an answered socket
-	// inHead: the current response's head is not yet whole. headArmed:
-	// its deadline is armed (by its first read). headEnd: how many bytes
-	// of headTerm the last head read ended with.
+	// inHead: the current response's final head is not yet whole.
+	// headArmed: its deadline is armed (by its first read). headEnd: how
+	// many bytes of headTerm the last head read ended with. headPos: bytes
+	// of the current head read so far; interim: its status is 1xx.
 	inHead          atomic.Bool
 	headArmed       bool
 	headEnd         int
+	headPos         int
+	interim         bool
 	conns           *connTable
 	keyAddr         net.Addr // the local address this connection is known by in conns
 	key             string   // keyAddr as a string
@@ -63,7 +67,7 @@ func (c *deadlineConn) Write(p []byte) (int, error) {
 		// socket's local address in the Response (ParseNetConn), which is
 		// the key a failed round trip looks this connection up by.
 		c.awaiting.Store(true)
-		c.headArmed, c.headEnd = false, 0
+		c.headArmed, c.headEnd, c.headPos, c.interim = false, 0, 0, false
 		c.inHead.Store(true)
 		c.rekey()
 	}
@@ -110,13 +114,37 @@ func (c *deadlineConn) readHead(p []byte) (int, error) {
 		c.headArmed = c.readBy.until.Load() != 0
 	}
 	n, err := c.read(p)
-	if n > 0 {
-		var done bool
-		if c.headEnd, done = headEnds(c.headEnd, p[:n]); done {
-			c.inHead.Store(false)
-		}
+	if n > 0 && c.scanHead(p[:n]) {
+		c.inHead.Store(false)
 	}
 	return n, err
+}
+
+// statusDigit is the offset of a head's first status digit ("HTTP/1.1 2").
+const statusDigit = len("HTTP/1.1 ")
+
+// scanHead follows the response heads through b, the next bytes read, and
+// reports whether the final one is now whole. An interim (1xx) head is not
+// the answer: the deadline goes on over the heads after it, so that a
+// backend cannot reset it with a "100 Continue".
+func (c *deadlineConn) scanHead(b []byte) bool {
+	for len(b) > 0 {
+		if k := statusDigit - c.headPos; k >= 0 && k < len(b) {
+			c.interim = b[k] == '1'
+		}
+		m, end := headEnds(c.headEnd, b)
+		if end < 0 {
+			c.headEnd = m
+			c.headPos += len(b)
+			return false
+		}
+		if !c.interim {
+			return true
+		}
+		b = b[end:]
+		c.headEnd, c.headPos, c.interim = 0, 0, false
+	}
+	return false
 }
 
 func (c *deadlineConn) read(p []byte) (int, error) {
@@ -134,33 +162,32 @@ func (c *deadlineConn) read(p []byte) (int, error) {
 // bare LFs is never complete for it (the head deadline then cuts it).
 const headTerm = "\r\n\r\n"
 
-// headEnds reports whether b completes headTerm, given that the bytes
-// before b ended with its first m bytes; if not, it returns how many of
-// them b ends with. The first head read usually holds the whole head, so
-// this is one bytes.Index per response. An interim (1xx) head counts as
-// the end: its arrival shows the backend answering.
-func headEnds(m int, b []byte) (int, bool) {
+// headEnds finds where headTerm ends in b, given that the bytes before b
+// ended with its first m bytes: it returns the index just past it, or -1
+// and how many of its bytes b ends with. The first head read usually holds
+// the whole head, so this is one bytes.Index per response.
+func headEnds(m int, b []byte) (int, int) {
 	if m > 0 {
 		k := 0
 		for k < len(b) && m+k < len(headTerm) && b[k] == headTerm[m+k] {
 			k++
 		}
 		if m+k == len(headTerm) {
-			return 0, true
+			return 0, k
 		}
 		if k == len(b) {
-			return m + k, false
+			return m + k, -1
 		}
 	}
-	if bytes.Contains(b, []byte(headTerm)) {
-		return 0, true
+	if i := bytes.Index(b, []byte(headTerm)); i >= 0 {
+		return 0, i + len(headTerm)
 	}
 	for k := min(len(headTerm)-1, len(b)); k > 0; k-- {
 		if string(b[len(b)-k:]) == headTerm[:k] {
-			return k, false
+			return k, -1
 		}
 	}
-	return 0, false
+	return 0, -1
 }
 
 // SetReadDeadline is a no-op: deadlineConn owns its read deadlines.
