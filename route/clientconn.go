@@ -35,9 +35,10 @@ func newClientConn(c net.Conn, pre []byte) *clientConn {
 // it was handed over (a pipelined request), served first.
 type clientConn struct {
 	net.Conn
-	detached atomic.Bool
-	pre      []byte
-	raw      rawSocket // reads and writes c.Conn where it can (see rawSocket)
+	detached      atomic.Bool
+	lingerOnClose atomic.Bool // close with a lingering close (see linger.go)
+	pre           []byte
+	raw           rawSocket // reads and writes c.Conn where it can (see rawSocket)
 
 	// Its slot in the proxy's connSet while tracked.
 	tracked    atomic.Bool
@@ -55,10 +56,16 @@ func (c *clientConn) Read(b []byte) (int, error) {
 
 func (c *clientConn) Write(b []byte) (int, error) { return c.raw.write(b) }
 
-// Close closes the socket unless the connection was detached.
+// Close closes the socket unless the connection was detached. After a
+// refusal (closeAfterRefusal) the first Close lingers before it closes; a
+// second, concurrent one (Shutdown cutting connections) closes at once,
+// which also ends the first one's wait.
 func (c *clientConn) Close() error {
 	if c.detached.Load() {
 		return nil
+	}
+	if c.lingerOnClose.Swap(false) {
+		linger(c.Conn, lingerTime, lingerMaxBytes)
 	}
 	return c.Conn.Close()
 }

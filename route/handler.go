@@ -73,7 +73,7 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 	}
 	if status, msg := admit(&ctx.Request.Header); status != 0 {
 		writeError(ctx, status, msg)
-		ctx.SetConnectionClose()
+		closeAfterRefusal(ctx)
 		p.metrics.requests(nil, status)
 		return
 	}
@@ -84,7 +84,7 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 		// refuse, and close the connection since its framing cannot be
 		// trusted.
 		writeError(ctx, fasthttp.StatusBadRequest, msg)
-		ctx.SetConnectionClose()
+		closeAfterRefusal(ctx)
 		p.metrics.requests(nil, fasthttp.StatusBadRequest)
 		return
 	}

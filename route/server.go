@@ -95,7 +95,8 @@ func (p *Proxy) closeClientConns() {
 // envelope: 413 for bodies over server.max_body_bytes, 431 for headers over
 // the read buffer, 408 for a client that trickles past server.read_timeout,
 // 505 for a version that is not HTTP/d.d, 400 otherwise. No backend is
-// involved, so no breaker counts it.
+// involved, so no breaker counts it. The connection ends with a lingering
+// close (see linger.go).
 func (p *Proxy) handleParseError(ctx *fasthttp.RequestCtx, err error) {
 	var small *fasthttp.ErrSmallBuffer
 	status, msg := fasthttp.StatusBadRequest, "malformed HTTP request"
@@ -112,7 +113,8 @@ func (p *Proxy) handleParseError(ctx *fasthttp.RequestCtx, err error) {
 		status, msg = fasthttp.StatusHTTPVersionNotSupported, messageFor(fasthttp.StatusHTTPVersionNotSupported)
 	}
 	writeError(ctx, status, msg)
-	ctx.SetConnectionClose()
+	// The client may still be sending the rest of what was refused.
+	closeAfterRefusal(ctx)
 	p.metrics.requests(nil, status)
 }
 
