@@ -80,6 +80,9 @@ func RunOne(ctx context.Context, su Setup, strategy string, reqs []Req, perReq t
 	qsum := make([]float64, len(servers))
 	var samples int
 	var ratios []float64
+	// The pool orders backends by address: find the fleet's last server
+	// (the slow one in the hetero entries) by its address.
+	lastAddr := fleet.Addrs()[len(servers)-1]
 	var sw sync.WaitGroup
 	sw.Add(1)
 	go func() {
@@ -97,7 +100,7 @@ func RunOne(ctx context.Context, su Setup, strategy string, reqs []Req, perReq t
 				}
 				samples++
 				for _, p := range proxies {
-					if r, ok := speedRatio(p.P.Pool().Backends()); ok {
+					if r, ok := speedRatio(p.P.Pool().Backends(), lastAddr); ok {
 						ratios = append(ratios, r)
 					}
 				}
@@ -164,20 +167,23 @@ func MeasureCapacity(ctx context.Context, su Setup, reqs []Req, warm, dur time.D
 	return float64(ok) / dur.Seconds(), nil
 }
 
-// speedRatio returns the learned time per prefill token of the last of bs
-// over the mean of the others' learned ones, and false while the last or
-// none of the others is learned.
-func speedRatio(bs []*route.Backend) (float64, bool) {
-	if len(bs) < 2 {
-		return 0, false
-	}
-	_, _, last := bs[len(bs)-1].State().Work()
-	sum, n := 0.0, 0
-	for _, b := range bs[:len(bs)-1] {
-		if _, _, ns := b.State().Work(); ns > 0 {
+// speedRatio returns the learned time per prefill token of the backend of
+// bs at addr over the mean of the others' learned ones, and false while
+// that one or none of the others is learned (or addr is not in bs).
+func speedRatio(bs []*route.Backend, addr string) (float64, bool) {
+	last, sum, n, found := 0.0, 0.0, 0, false
+	for _, b := range bs {
+		_, _, ns := b.State().Work()
+		switch {
+		case b.State().Addr() == addr:
+			last, found = ns, true
+		case ns > 0:
 			sum += ns
 			n++
 		}
+	}
+	if !found {
+		return 0, false
 	}
 	if last <= 0 || n == 0 {
 		return 0, false
