@@ -40,9 +40,9 @@ var AllStrategies = []string{RoundRobin, Random, LeastInflight, Cached, CachedAd
 // (probe.endpoint load: the cheap /load endpoint), probe_jsq (probe scoring
 // on queue alone: weights kv 0), oracle_jsq (the oracle scoring on queue
 // alone: join-the-shortest-queue on true state).
-// probe_requests (probe with route.load.mode requests, the default: the
-// same as probe), probe_tokens (probe with route.load.mode tokens, the
-// default while issue 13's goal runs were measured), cached_tokens (cached
+// probe_requests (probe with route.load.mode requests, the default until
+// issue 13 session 5), probe_tokens (probe with route.load.mode tokens, the
+// default since: the same as probe), cached_tokens (cached
 // with tokens mode), probe_dw0 and probe_dw4 (tokens mode with
 // route.load.decode_weight 0 and 4), probe_nospeed, cached_tokens_nospeed,
 // oracle_nospeed (tokens mode with route.load.learn_speed false),
@@ -74,7 +74,7 @@ func isProbe(s string) bool { return strings.HasPrefix(s, Probe) }
 //   - probe_nohedge: probe with probe.hedges 0;
 //   - oracle, oracle_jsq: cached (or cached on queue alone) over views of
 //     the simulator's true state at decision time (see UsesOracle), all
-//     servers, with the default route.load.mode (requests), as probe.
+//     servers, with the default route.load.mode (tokens), as probe.
 func StrategyConfig(s string, urls []string) (*config.Config, error) {
 	cfg := config.Default()
 	cfg.Backends.Static = append([]string(nil), urls...)
@@ -101,7 +101,7 @@ func StrategyConfig(s string, urls []string) (*config.Config, error) {
 			cfg.Route.Load.Mode = config.LoadRequests
 		}
 		if s == "cached_speed" || s == "oracle_speed" {
-			cfg.Route.Load.SpeedBand = 1.25
+			cfg.Route.Load.Mode, cfg.Route.Load.SpeedBand = config.LoadRequests, 1.25
 		}
 		if s == "oracle_jsq" {
 			cfg.Route.Weights = config.Weights{Queue: 1}
@@ -140,9 +140,9 @@ func StrategyConfig(s string, urls []string) (*config.Config, error) {
 	case "probe_tokens_w1_nospeed":
 		cfg.Route.Load.Mode, cfg.Route.Load.WaitingWeight, cfg.Route.Load.LearnSpeed = config.LoadTokens, 1, false
 	case "probe_speed":
-		cfg.Route.Load.SpeedBand = 1.25
+		cfg.Route.Load.Mode, cfg.Route.Load.SpeedBand = config.LoadRequests, 1.25
 	case "probe_speed1":
-		cfg.Route.Load.SpeedBand = 1
+		cfg.Route.Load.Mode, cfg.Route.Load.SpeedBand = config.LoadRequests, 1
 	case "probe_requests":
 		cfg.Route.Load.Mode = config.LoadRequests
 	case "probe_jsq":

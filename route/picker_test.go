@@ -391,6 +391,7 @@ func TestSpeedBandSteersAwayFromSlowBackend(t *testing.T) {
 			bs[1].State().PrefillDone(0, 400*time.Millisecond, 1000)
 			bs[2].State().PrefillDone(0, 100*time.Millisecond, 1000) // 100 us
 			pc := testPickerConfig(pol)
+			pc.Load.Tokens = false // the band is requests mode's
 			pc.Load.SpeedBand = band
 			pk := mustPicker(t, pc, pool, Deps{Memory: &Memory{}, Rand: seeded(9), Now: pickNow})
 			s := NewScratch()

@@ -4,18 +4,19 @@ package config
 const (
 	// LoadTokens scores candidates by expected time to first token from
 	// token work: prompt tokens queued ahead plus the request's own
-	// prefill.
+	// prefill. The default since issue 13 session 5: it won or tied
+	// requests mode in every 6-seed live comparison once the token work
+	// was counted right (bench/README.md, "Session 5").
 	LoadTokens = "tokens"
 	// LoadRequests scores candidates by request counts (running + waiting,
-	// corrected by this proxy's dispatches): the default, because it won
-	// the 3-seed bench comparison (bench/README.md, issue 13).
+	// corrected by this proxy's dispatches), as EPP does.
 	LoadRequests = "requests"
 )
 
 // LoadModel configures how a backend's load is estimated for the queue scorer
 // (route.load).
 type LoadModel struct {
-	Mode string `yaml:"mode"` // requests | tokens; default requests
+	Mode string `yaml:"mode"` // tokens | requests; default tokens
 	// DecodeWeight: prefill-token equivalents of one expected output token
 	// in flight at a backend. Default 0.
 	DecodeWeight float64 `yaml:"decode_weight"`
@@ -43,7 +44,7 @@ type LoadModel struct {
 }
 
 func defaultLoad() LoadModel {
-	return LoadModel{Mode: LoadRequests, DecodeWeight: 0, RunningWeight: 1, WaitingWeight: 1, LearnSpeed: true, DefaultOutputTokens: 128}
+	return LoadModel{Mode: LoadTokens, DecodeWeight: 0, RunningWeight: 1, WaitingWeight: 1, LearnSpeed: true, DefaultOutputTokens: 128}
 }
 
 func (v *checker) load(l LoadModel) {
