@@ -192,14 +192,7 @@ func dialTLS(addr string, timeout time.Duration, cfg *tls.Config) (net.Conn, err
 	if err != nil {
 		return nil, err
 	}
-	c := tls.Client(raw, cfg)
-	err = c.SetDeadline(deadline)
-	if err == nil {
-		err = c.Handshake()
-	}
-	if err == nil {
-		err = c.SetDeadline(time.Time{})
-	}
+	c, err := upstreamtls.Handshake(raw, cfg, deadline)
 	if err != nil {
 		_ = raw.Close()
 		return nil, err

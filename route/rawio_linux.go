@@ -119,7 +119,7 @@ func (s *rawSocket) read(p []byte) (int, error) {
 	case err != nil:
 		return 0, rawOpError(err, "read")
 	case e != 0:
-		return 0, &net.OpError{Op: "read", Net: "tcp", Source: s.c.LocalAddr(), Addr: s.c.RemoteAddr(), Err: os.NewSyscallError("read", e)}
+		return 0, s.errnoError("read", e)
 	case n == 0:
 		return 0, io.EOF
 	}
@@ -142,9 +142,15 @@ func (s *rawSocket) write(p []byte) (int, error) {
 	case err != nil:
 		return n, rawOpError(err, "write")
 	case e != 0:
-		return n, &net.OpError{Op: "write", Net: "tcp", Source: s.c.LocalAddr(), Addr: s.c.RemoteAddr(), Err: os.NewSyscallError("write", e)}
+		return n, s.errnoError("write", e)
 	}
 	return n, nil
+}
+
+// errnoError is net's error for a read(2) or write(2) (op) that failed
+// with e on this socket.
+func (s *rawSocket) errnoError(op string, e syscall.Errno) error {
+	return &net.OpError{Op: op, Net: "tcp", Source: s.c.LocalAddr(), Addr: s.c.RemoteAddr(), Err: os.NewSyscallError(op, e)}
 }
 
 // rawOpError names a RawConn failure (a deadline, a closed connection) as

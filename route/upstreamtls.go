@@ -58,14 +58,7 @@ func (d *tlsDialer) dial(addr string) (net.Conn, error) {
 		return nil, err
 	}
 	cfg := d.host.Config()
-	tc := tls.Client(&recordConn{Conn: c, cfg: cfg}, cfg)
-	err = tc.SetDeadline(deadline)
-	if err == nil {
-		err = tc.Handshake()
-	}
-	if err == nil {
-		err = tc.SetDeadline(time.Time{})
-	}
+	tc, err := upstreamtls.Handshake(&recordConn{Conn: c, cfg: cfg}, cfg, deadline)
 	if err != nil {
 		_ = c.Close()
 		if ne, ok := err.(net.Error); !ok || !ne.Timeout() {

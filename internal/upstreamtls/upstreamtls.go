@@ -11,6 +11,7 @@ import (
 	"crypto/tls"
 	"net"
 	"sync/atomic"
+	"time"
 
 	"github.com/probegate/probegate/internal/config"
 )
@@ -100,4 +101,22 @@ func (h *Host) Config() *tls.Config {
 			return cfg
 		}
 	}
+}
+
+// Handshake completes a TLS client handshake over c with cfg before
+// deadline, and returns the connection with no deadline left on it. On an
+// error c is not closed: the caller closes the socket it dialed.
+func Handshake(c net.Conn, cfg *tls.Config, deadline time.Time) (*tls.Conn, error) {
+	tc := tls.Client(c, cfg)
+	err := tc.SetDeadline(deadline)
+	if err == nil {
+		err = tc.Handshake()
+	}
+	if err == nil {
+		err = tc.SetDeadline(time.Time{})
+	}
+	if err != nil {
+		return nil, err
+	}
+	return tc, nil
 }
