@@ -59,6 +59,14 @@ type Load struct {
 	// from it is a LoRA adapter.
 	BaseModel string
 
+	// Tokens is the backend's count of tokens processed since it started
+	// (vllm:prompt_tokens_total + vllm:generation_tokens_total, summed over
+	// series): a counter whose advance between two reports shows that the
+	// engine is working (State.ProgressedSince). 0 when unknown: /load
+	// answers and ORCA headers carry no counter, and a pod that has
+	// processed nothing yet shows no progress either.
+	Tokens float64
+
 	At     time.Time // when the report was taken (receive time at this proxy)
 	Source Source
 }

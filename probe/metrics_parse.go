@@ -33,6 +33,8 @@ const (
 	famKV      = "vllm:kv_cache_usage_perc"
 	famGPU     = "vllm:gpu_cache_usage_perc" // the pre-2026 name of famKV
 	famLoRA    = "vllm:lora_requests_info"
+	famPrompt  = "vllm:prompt_tokens_total"
+	famGen     = "vllm:generation_tokens_total"
 )
 
 // ParseMetrics extracts a Load from the body of vLLM's /metrics endpoint
@@ -51,6 +53,9 @@ const (
 //     disappear). Labels are read by name, in any order.
 //   - Samples whose value is NaN, infinite, negative or absurdly large are
 //     ignored, as is an optional sample timestamp after the value.
+//   - Tokens is the sum of the vllm:prompt_tokens_total and
+//     vllm:generation_tokens_total samples (counters; 0 when neither is
+//     present). Negative samples are ignored.
 //   - A family that is absent (or has only ignored samples) leaves its field
 //     unknown (-1, or nil/0 for LoRA). A body with none of the running,
 //     waiting and KV families is ErrNoLoad; a body larger than
@@ -70,6 +75,7 @@ func ParseMetrics(body []byte, now time.Time) (Load, error) {
 		hasRun, hasWait, hasKV    bool
 		hasGPU, hasLoRA           bool
 		loraVal                   float64
+		tokens                    float64
 		loraLabels                []byte // label block of the newest LoRA series, aliases body
 		baseModel                 []byte // model_name label of the first load sample, aliases body
 	)
@@ -81,7 +87,7 @@ func ParseMetrics(body []byte, now time.Time) (Load, error) {
 			line, body = body, nil
 		}
 		// Fast reject: every family we want starts with "vllm:n", "vllm:k",
-		// "vllm:g" or "vllm:l"; comments, histograms of other prefixes and
+		// "vllm:g", "vllm:l" or "vllm:p"; comments, histograms of other prefixes and
 		// process_/python_ filler are skipped after a few byte compares.
 		line = trimLeftSpace(line)
 		if len(line) < 6 || line[0] != 'v' || line[4] != ':' || !wantedFirst[line[5]] || !bytes.HasPrefix(line, []byte("vllm:")) {
@@ -143,6 +149,10 @@ func ParseMetrics(body []byte, now time.Time) (Load, error) {
 			if !hasLoRA || v > loraVal {
 				loraVal, loraLabels, hasLoRA = v, labels, true
 			}
+		case 6, 7: // token counters
+			if v > 0 {
+				tokens += v
+			}
 		}
 	}
 	if !hasRun && !hasWait && !hasKV && !hasGPU {
@@ -163,6 +173,7 @@ func ParseMetrics(body []byte, now time.Time) (Load, error) {
 	if hasLoRA {
 		parseLoRALabels(&l, loraLabels)
 	}
+	l.Tokens = tokens
 	if len(baseModel) > 0 {
 		l.BaseModel = string(baseModel)
 	}
@@ -215,7 +226,7 @@ func labelValue(labels []byte, name string) []byte {
 }
 
 // wantedFirst marks the bytes that follow "vllm:" in a wanted family name.
-var wantedFirst = [256]bool{'n': true, 'k': true, 'g': true, 'l': true}
+var wantedFirst = [256]bool{'n': true, 'k': true, 'g': true, 'l': true, 'p': true}
 
 // familyOf maps a metric name to the family number ParseMetrics switches on;
 // 0 means "not wanted". The switch on string(name) does not allocate.
@@ -231,6 +242,10 @@ func familyOf(name []byte) int {
 		return 4
 	case famLoRA:
 		return 5
+	case famPrompt:
+		return 6
+	case famGen:
+		return 7
 	}
 	return 0
 }

@@ -130,6 +130,9 @@ func TestParseMetricsRealistic(t *testing.T) {
 	if l.MaxLoRA != 4 || !slices.Equal(l.RunningLoRAs, []string{"sql-lora", "chat-lora"}) {
 		t.Errorf("lora %d %q", l.MaxLoRA, l.RunningLoRAs)
 	}
+	if want := 2 * (1.234567e+06 + 9.87654e+05); l.Tokens != want { // two engines
+		t.Errorf("Tokens = %v, want prompt + generation tokens %v", l.Tokens, want)
+	}
 	if n := len(realisticMetrics()); n < 25<<10 || n > 40<<10 {
 		t.Errorf("realistic body is %d bytes, want about 30 KB", n)
 	}
@@ -248,5 +251,30 @@ func TestParseMetricsBaseModel(t *testing.T) {
 	l, _ = ParseMetrics([]byte("vllm:num_requests_running 2.0\n"), time.Unix(1, 0))
 	if l.BaseModel != "" {
 		t.Fatalf("BaseModel = %q without labels, want empty", l.BaseModel)
+	}
+}
+
+// Tokens sums the two token counters over every series (one per engine),
+// ignores negative samples, and stays 0 (unknown) without them.
+func TestParseMetricsTokens(t *testing.T) {
+	tests := []struct {
+		body string
+		want float64
+	}{
+		{"vllm:num_requests_running 1\n", 0},
+		{"vllm:num_requests_running 1\nvllm:generation_tokens_total 7\n", 7},
+		{"vllm:num_requests_running 1\nvllm:prompt_tokens_total{engine=\"0\"} 5\nvllm:prompt_tokens_total{engine=\"1\"} 6\nvllm:generation_tokens_total{engine=\"0\"} 1e+10\n", 1e10 + 11},
+		{"vllm:num_requests_running 1\nvllm:prompt_tokens_total -5\nvllm:generation_tokens_total 3\n", 3},
+		// Not the counters: their _created gauges, another family.
+		{"vllm:num_requests_running 1\nvllm:prompt_tokens_created 1.75e+09\nvllm:prefix_cache_queries_total 9\n", 0},
+	}
+	for _, tc := range tests {
+		l, err := ParseMetrics([]byte(tc.body), t0)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.body, err)
+		}
+		if l.Tokens != tc.want {
+			t.Errorf("%q: Tokens = %v, want %v", tc.body, l.Tokens, tc.want)
+		}
 	}
 }

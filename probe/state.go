@@ -69,6 +69,31 @@ type report struct {
 	load       Load
 	dispatched uint64
 	finished   uint64
+	progress   progress
+}
+
+// progress is what the reports so far say of the backend's token counter
+// (Load.Tokens): its last value, when it was measured, and the span over
+// which it last advanced. Carried from report to report, so that reports
+// without a counter (ORCA, /load) do not erase it.
+type progress struct {
+	tokens   float64 // the counter in the last report that carried one
+	tokensAt int64   // that report's At, Unix ns; 0: none yet
+	// from is the At (Unix ns) of the report before the last advance:
+	// the counter grew between from and a later report. 0: never seen.
+	from int64
+}
+
+// next returns p after a report l.
+func (p progress) next(l *Load) progress {
+	if l.Tokens <= 0 {
+		return p
+	}
+	if p.tokensAt != 0 && l.Tokens > p.tokens {
+		p.from = p.tokensAt
+	}
+	p.tokens, p.tokensAt = l.Tokens, l.At.UnixNano()
+	return p
 }
 
 // NewState returns the State of the backend at addr ("host:port", spoken to
@@ -148,13 +173,26 @@ func (s *State) Report(l *Load) bool {
 		r := &report{load: *l}
 		if cur != nil {
 			inherit(&r.load, &cur.load)
+			r.progress = cur.progress
 		}
+		r.progress = r.progress.next(l)
 		r.finished = s.finished.Load()
 		r.dispatched = s.dispatched.Load()
 		if s.latest.CompareAndSwap(cur, r) {
 			return true
 		}
 	}
+}
+
+// ProgressedSince reports whether the backend's reports show it working
+// after t: two reports both taken after t, the later with a greater token
+// counter (Load.Tokens) than the earlier. A hung engine whose HTTP server
+// still answers /metrics shows none; nor does a backend whose reports
+// carry no counter (probe.endpoint load, ORCA alone) or that is not
+// reported on at all: for those it is false.
+func (s *State) ProgressedSince(t time.Time) bool {
+	r := s.latest.Load()
+	return r != nil && r.progress.from != 0 && r.progress.from >= t.UnixNano()
 }
 
 // inherit fills the fields n leaves unknown from prev; see State.Report.

@@ -279,3 +279,52 @@ func BenchmarkReport(b *testing.B) {
 		s.Report(l)
 	}
 }
+
+// ProgressedSince holds only when two reports taken after t show the token
+// counter advancing: not for an advance that straddles t, not for a
+// counter that stopped, and reports without a counter (ORCA) neither erase
+// nor fake it.
+func TestStateProgressedSince(t *testing.T) {
+	ms := time.Millisecond
+	tok := func(at time.Duration, n float64) *Load {
+		l := Unknown(t0.Add(at), SourceScrape)
+		l.Running, l.Tokens = 1, n
+		return &l
+	}
+	orca := func(at time.Duration) *Load { return load(SourceORCA, at, -1, 0, 0.5) }
+	s := NewState("a:1")
+	if s.ProgressedSince(t0) {
+		t.Fatal("progress with no report")
+	}
+	s.Report(tok(0, 100))
+	s.Report(tok(50*ms, 200)) // advanced over (0, 50ms]
+	if !s.ProgressedSince(t0) || s.ProgressedSince(t0.Add(ms)) {
+		t.Fatal("an advance counts exactly from the report before it")
+	}
+	s.Report(tok(100*ms, 200)) // stopped
+	s.Report(orca(120 * ms))   // no counter: carries what is known
+	s.Report(tok(150*ms, 200))
+	if s.ProgressedSince(t0.Add(10 * ms)) {
+		t.Error("a stopped counter shows progress after its last advance")
+	}
+	if !s.ProgressedSince(t0) {
+		t.Error("the advance before the stop was forgotten")
+	}
+	s.Report(tok(200*ms, 250)) // advanced over (150ms, 200ms]
+	if !s.ProgressedSince(t0.Add(150 * ms)) {
+		t.Error("an advance across an ORCA report was not seen")
+	}
+	if s.ProgressedSince(t0.Add(151 * ms)) {
+		t.Error("an advance that straddles t counts")
+	}
+	// A restarted pod's counter falls back: that is no progress, the next
+	// advance from its new value is.
+	s.Report(tok(250*ms, 10))
+	if s.ProgressedSince(t0.Add(200 * ms)) {
+		t.Error("a counter reset counts as progress")
+	}
+	s.Report(tok(300*ms, 20))
+	if !s.ProgressedSince(t0.Add(250 * ms)) {
+		t.Error("progress after a counter reset is not seen")
+	}
+}

@@ -36,7 +36,8 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 	// blocks matched, and its prefill counted only the tail past its last
 	// whole block (38 tokens at the median of the bench's lognormal
 	// prompts, against 1,271 true).
-	work := p.beginWork(rt, rc, b, p.now())
+	sent := p.now()
+	work := p.beginWork(rt, rc, b, sent)
 	p.memory.NoteDispatch(b, &rc.info, start)
 	// The HostClient's scheme, whatever the client's request line said: an
 	// absolute "https://..." URI would otherwise make it refuse the request
@@ -57,6 +58,9 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 	if err != nil {
 		f := failure{kind: classify(err)}
 		outcome := upstreamErrOutcome(err)
+		if f.kind == failTimeout {
+			outcome = firstByteTimeoutOutcome(rc.info.Stream, b.state, sent)
+		}
 		reused := b.conns.take(resp.LocalAddr())
 		if (f.kind == failReset || f.kind == failWrite) && reused {
 			f.stale = true
@@ -199,6 +203,29 @@ func (p *Proxy) reap() {
 	p.mu.Lock()
 	p.reapLocked()
 	p.mu.Unlock()
+}
+
+// firstByteTimeoutOutcome is the breaker outcome of an attempt sent at sent
+// whose response head did not arrive within upstream.first_byte_timeout.
+//
+// A streamed answer's head comes before the generation (vLLM sends it once
+// it accepted the request), so its timeout is the backend's failure. A
+// non-stream answer's head comes after the whole generation, whose length
+// the client chooses (max_tokens, the prompt): a client asking for long
+// generations would otherwise open a healthy backend's breaker for
+// everyone with a few requests. So it is a failure only if the backend
+// showed no progress while the request waited: unless two of its reports
+// taken after sent (probes, scrapes) show its token counters advancing
+// (probe.State.ProgressedSince), in which case it counts as neither
+// success nor failure. A hung engine whose HTTP server still answers shows
+// no progress and trips the breaker as before; so does any backend when
+// the policy reads no reports (least_inflight, round_robin, random) or its
+// reports carry no counters (probe.endpoint: load).
+func firstByteTimeoutOutcome(stream bool, st *probe.State, sent time.Time) breaker.Outcome {
+	if !stream && st.ProgressedSince(sent) {
+		return breaker.Ignore
+	}
+	return breaker.Failure
 }
 
 // upstreamErrOutcome classifies a failed exchange for the breaker. The

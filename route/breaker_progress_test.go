@@ -1,0 +1,102 @@
+package route
+
+import (
+	"io"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/probegate/probegate/internal/config"
+	"github.com/probegate/probegate/internal/vllmsim"
+)
+
+// progressConfig is a single simulated pod behind the cached policy
+// (which scrapes it every 50 ms), with a first_byte_timeout far below a
+// long generation and a breaker that stays open for the whole test once
+// opened.
+func progressConfig(url string) *config.Config {
+	cfg := testConfig(url)
+	cfg.Route.Policy = "cached"
+	cfg.Scrape.Adaptive = false
+	cfg.Scrape.Interval = config.Duration(50 * time.Millisecond)
+	cfg.Scrape.MinInterval = config.Duration(50 * time.Millisecond)
+	cfg.Scrape.MaxInterval = config.Duration(50 * time.Millisecond)
+	cfg.Scrape.Timeout = config.Duration(200 * time.Millisecond)
+	cfg.Upstream.FirstByteTimeout = config.Duration(400 * time.Millisecond)
+	cfg.Breaker.OpenFor = config.Duration(10 * time.Second)
+	return cfg
+}
+
+// postStatus posts body and returns the status, draining the answer.
+func postStatus(t *testing.T, url, body string) int {
+	resp := post(t, url, body)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// A client asking a healthy pod for generations longer than
+// upstream.first_byte_timeout gets its 504s, but never opens the pod's
+// breaker: the pod's token counters advance while the requests wait.
+// Without the progress rule, breaker.consecutive_failures such timeouts
+// open it and everyone gets 503.
+func TestLongGenerationsNeverOpenAProgressingBackendsBreaker(t *testing.T) {
+	fleet := ftFleet(t, 1)
+	cfg := progressConfig(fleet.URLs()[0])
+	tp := startProxy(t, cfg)
+	url := tp.url("/v1/completions")
+	if code := postStatus(t, url, ftBody(4, false)); code != 200 {
+		t.Fatalf("warm-up: %d", code)
+	}
+	long := ftBody(100000, false)
+	for round := 0; round < 2; round++ {
+		// A burst, so that the timeouts are consecutive: nothing
+		// succeeds between them.
+		n := 2 * cfg.Breaker.ConsecutiveFailures
+		codes := make([]int, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() { codes[i] = postStatus(t, url, long) })
+		}
+		wg.Wait()
+		for i, c := range codes {
+			if c != 504 {
+				t.Fatalf("round %d, request %d: %d, want 504 (generation longer than first_byte_timeout)", round, i, c)
+			}
+		}
+		if st := tp.DebugBackends()[0].Breaker; st != "closed" {
+			t.Fatalf("round %d: breaker %s after long generations on a working pod", round, st)
+		}
+		if code := postStatus(t, url, ftBody(1, false)); code != 200 {
+			t.Fatalf("round %d: a short request after the long ones: %d, want 200", round, code)
+		}
+	}
+}
+
+// A hung engine whose HTTP server still answers /metrics shows no progress
+// (its counters stand still): its first-byte timeouts still open its
+// breaker after exactly breaker.consecutive_failures of them, with the
+// reports flowing.
+func TestHungEngineWithLiveMetricsStillOpensItsBreaker(t *testing.T) {
+	fleet := ftFleet(t, 1)
+	pod := fleet.Servers()[0]
+	cfg := progressConfig(fleet.URLs()[0])
+	tp := startProxy(t, cfg)
+	url := tp.url("/v1/completions")
+	if code := postStatus(t, url, ftBody(4, false)); code != 200 {
+		t.Fatalf("warm-up: %d", code)
+	}
+	pod.SetFaults(vllmsim.Faults{Hang: true})
+	for i := range cfg.Breaker.ConsecutiveFailures {
+		if code := postStatus(t, url, ftBody(1, false)); code != 504 {
+			t.Fatalf("request %d to the hung pod: %d, want 504", i, code)
+		}
+		if r := tp.DebugBackends()[0].Report; r == nil || r.AgeSeconds > 0.3 {
+			t.Fatalf("request %d: the pod's reports stopped (%+v): the test needs them flowing", i, r)
+		}
+	}
+	if st := tp.DebugBackends()[0].Breaker; st != "open" {
+		t.Fatalf("breaker %s after %d timeouts of a hung pod, want open", st, cfg.Breaker.ConsecutiveFailures)
+	}
+	envelope(t, post(t, url, ftBody(1, false)), 503)
+}
