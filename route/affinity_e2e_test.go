@@ -127,7 +127,13 @@ func TestPrefixAffinityOnSimulatedFleet(t *testing.T) {
 func TestLoRAAffinityOnSimulatedFleet(t *testing.T) {
 	adapters := []string{"sql-lora", "chat-lora", "code-lora", "math-lora"}
 	f := simFleet(t, 4, func(c *vllmsim.Config) { c.TimeScale = 0.05; c.LoRAs = adapters; c.MaxLoRAs = 1 })
-	tp := startProxy(t, probeConfig(f))
+	c := probeConfig(f)
+	// Which adapters a server holds comes with its probe answer; a
+	// generous deadline keeps the answers in on a loaded machine (with
+	// the default 5ms, -race beside other test binaries fell back to
+	// cached state and loaded 11 times), so the test is about affinity.
+	c.Probe.Deadline = config.Duration(500 * time.Millisecond)
+	tp := startProxy(t, c)
 	for round := 0; round < 5; round++ {
 		for _, a := range adapters {
 			complete(t, tp.url("/v1/completions"), a, 2, false)
