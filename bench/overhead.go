@@ -230,6 +230,14 @@ func startChild(ctx context.Context, name, addr string, argv []string, logPath s
 	return c, nil
 }
 
+// pgid returns the child's process group (0 for no child).
+func (c *child) pgid() int {
+	if c == nil || c.cmd.Process == nil {
+		return 0
+	}
+	return c.cmd.Process.Pid
+}
+
 // cpu returns the CPU time used so far by the child's process group (0
 // for no child).
 func (c *child) cpu() time.Duration {
@@ -318,6 +326,7 @@ func RunOverhead(ctx context.Context, o OverheadOptions) (*OverheadResult, error
 		}
 	}
 	var upAddrs []string
+	var upPgids []int // the upstream children's process groups (pinned)
 	if tcpus == nil {
 		ups := make([]*fastUpstream, 2)
 		for i := range ups {
@@ -337,6 +346,7 @@ func RunOverhead(ctx context.Context, o OverheadOptions) (*OverheadResult, error
 			}
 			defer u.Stop()
 			upAddrs = append(upAddrs, u.addr)
+			upPgids = append(upPgids, u.cmd.Process.Pid)
 		}
 	}
 
@@ -390,7 +400,7 @@ func RunOverhead(ctx context.Context, o OverheadOptions) (*OverheadResult, error
 	luaPath := filepath.Join(tmp, "post.lua")
 	_ = os.WriteFile(luaPath, []byte("wrk.method = \"POST\"\nwrk.body = '"+overheadBody+"'\nwrk.headers[\"Content-Type\"] = \"application/json\"\n"), 0o644)
 
-	m := &overheadMeasure{wrk: wrk, wrkErr: wrkErr, lua: luaPath, addr: upAddrs[0], conc: res.Concurrency, dur: dur, vdur: vdur, logf: logf}
+	m := &overheadMeasure{wrk: wrk, wrkErr: wrkErr, lua: luaPath, addr: upAddrs[0], upPgids: upPgids, conc: res.Concurrency, dur: dur, vdur: vdur, logf: logf}
 	rounds := max(o.Repeat, 1)
 	res.Targets = measureRounds(ctx, len(targets), rounds, func(i, r int) OverheadTarget {
 		t := targets[i]
@@ -436,11 +446,13 @@ func RunOverhead(ctx context.Context, o OverheadOptions) (*OverheadResult, error
 
 // overheadMeasure holds what measuring one target of the overhead scenario
 // needs: wrk (wrkErr: why it is missing), its Lua script, the address of
-// direct (the first upstream), the connections and the durations.
+// direct (the first upstream), the upstream children's process groups
+// (pinned runs), the connections and the durations.
 type overheadMeasure struct {
 	wrk       string
 	wrkErr    error
 	lua, addr string
+	upPgids   []int
 	conc      int
 	dur, vdur time.Duration
 	logf      func(string, ...any)
@@ -500,16 +512,21 @@ func (m *overheadMeasure) target(ctx context.Context, name string, start func() 
 			before, beforeErr = readProbeCounts(ctx, c.admin)
 		}
 		cpu0 := c.cpu()
+		snap0 := takeCPUSnap(c.pgid(), m.upPgids)
 		v := runVegeta(ctx, url, rate, m.vdur)
+		snap1 := takeCPUSnap(c.pgid(), m.upPgids)
 		if cpu := c.cpu() - cpu0; cpu > 0 && v.Requests > 0 {
 			v.CPUusPerReq = round3(float64(cpu.Microseconds()) / float64(v.Requests))
+		}
+		if sh := share(snap0, snap1, v.Requests, runtime.NumCPU()); sh.BusyCores > 0 {
+			v.Share = &sh
 		}
 		if c != nil && c.admin != "" && beforeErr == nil {
 			if after, err := readProbeCounts(ctx, c.admin); err == nil {
 				v.noteProbes(after.minus(before))
 			}
 		}
-		m.logf("overhead: %-26s vegeta %5d req/s offered: %8.0f sent, p50 %6.2f ms p99 %7.2f ms, %.1f%% ok, cpu %.1f us/req, probes/req %.3f timeouts/req %.3f coalesced/req %.3f", name, rate, v.AchievedRPS, v.Latency.P50, v.Latency.P99, 100*v.Success, v.CPUusPerReq, v.ProbesPerRequest, v.TimeoutsPerRequest, v.CoalescedPerRequest)
+		m.logf("overhead: %-26s vegeta %5d req/s offered: %8.0f sent, p50 %6.2f ms p99 %7.2f ms, %.1f%% ok, cpu %.1f us/req, probes/req %.3f timeouts/req %.3f coalesced/req %.3f%s", name, rate, v.AchievedRPS, v.Latency.P50, v.Latency.P99, 100*v.Success, v.CPUusPerReq, v.ProbesPerRequest, v.TimeoutsPerRequest, v.CoalescedPerRequest, v.Share.String())
 		ot.Vegeta = append(ot.Vegeta, v)
 	}
 	m.logf("overhead: %-26s wrk %8.0f req/s p99 %6.2f ms cpu %5.1f us/req | go %8.0f req/s p99 %6.2f ms | probes/req %.3f coalesced/req %.3f", name, ot.WrkRPS, ot.WrkLatency.P99, ot.WrkCPUusPerReq, ot.GoRPS, ot.GoLatency.P99, ot.ProbesPerRequest, ot.CoalescedPerRequest)

@@ -17,6 +17,7 @@ type probeCounts struct {
 	timeouts  float64 // outcome timeout: no answer by probe.deadline
 	coalesced float64
 	requests  float64
+	gcCycles  float64 // go_gc_duration_seconds_count: the Go runtime's collections
 }
 
 // minus returns the counts accrued since earlier.
@@ -26,11 +27,13 @@ func (c probeCounts) minus(earlier probeCounts) probeCounts {
 		timeouts:  c.timeouts - earlier.timeouts,
 		coalesced: c.coalesced - earlier.coalesced,
 		requests:  c.requests - earlier.requests,
+		gcCycles:  c.gcCycles - earlier.gcCycles,
 	}
 }
 
 // readProbeCounts scrapes admin's /metrics for probegate_probes_total by
-// outcome and probegate_requests_total (all labels summed).
+// outcome, probegate_requests_total (all labels summed) and the Go
+// runtime's go_gc_duration_seconds_count.
 func readProbeCounts(ctx context.Context, admin string) (probeCounts, error) {
 	var c probeCounts
 	err := scrapeAdmin(ctx, admin, 5*time.Second, func(sc *bufio.Scanner) (err error) {
@@ -66,6 +69,12 @@ func parseProbeCounts(sc *bufio.Scanner) (probeCounts, error) {
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
+		if v, ok := strings.CutPrefix(line, "go_gc_duration_seconds_count "); ok {
+			if n, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
+				c.gcCycles = n
+			}
+			continue
+		}
 		name, rest, ok := strings.Cut(line, "{")
 		if !ok {
 			continue

@@ -17,9 +17,12 @@ probegate_probes_total{outcome="coalesced"} 30
 probegate_requests_total{backend="a",code="200"} 60
 probegate_requests_total{backend="b",code="200"} 40
 probegate_scrapes_total{backend="a",outcome="ok"} 7
+go_gc_duration_seconds{quantile="0.5"} 0.0001
+go_gc_duration_seconds_sum 0.02
+go_gc_duration_seconds_count 12
 `
 	c, err := parseProbeCounts(bufio.NewScanner(strings.NewReader(text)))
-	if err != nil || c != (probeCounts{sent: 13, timeouts: 2, coalesced: 30, requests: 100}) {
+	if err != nil || c != (probeCounts{sent: 13, timeouts: 2, coalesced: 30, requests: 100, gcCycles: 12}) {
 		t.Fatalf("got %+v, %v", c, err)
 	}
 }

@@ -156,6 +156,8 @@ func medianVegeta(vs []VegetaRun) VegetaRun {
 		TimeoutsPerRequest:  median(each(vs, func(v *VegetaRun) float64 { return v.TimeoutsPerRequest })),
 		CoalescedPerRequest: median(each(vs, func(v *VegetaRun) float64 { return v.CoalescedPerRequest })),
 		CPUusPerReq:         median(each(vs, func(v *VegetaRun) float64 { return v.CPUusPerReq })),
+		GCPer1kReq:          median(each(vs, func(v *VegetaRun) float64 { return v.GCPer1kReq })),
+		Share:               medianShare(vs),
 	}
 	qs := make([]Quantiles, len(vs))
 	for i := range vs {

@@ -36,6 +36,11 @@ type VegetaRun struct {
 	TimeoutsPerRequest  float64 `json:"probe_timeouts_per_request,omitempty"`
 	CoalescedPerRequest float64 `json:"coalesced_per_request,omitempty"`
 	CPUusPerReq         float64 `json:"cpu_us_per_req,omitempty"`
+	// GCPer1kReq is the target's garbage collections per 1,000 requests
+	// answered during the run (probegate targets, from its go_gc counter).
+	GCPer1kReq float64 `json:"gc_per_1k_req,omitempty"`
+	// Share says where the machine's CPU went during the run (Linux).
+	Share *CPUShare `json:"cpu_share,omitempty"`
 }
 
 // noteProbes sets the per-request probe figures of v from the counters
@@ -47,6 +52,7 @@ func (v *VegetaRun) noteProbes(d probeCounts) {
 	v.ProbesPerRequest = round3(d.sent / d.requests)
 	v.TimeoutsPerRequest = round3(d.timeouts / d.requests)
 	v.CoalescedPerRequest = round3(d.coalesced / d.requests)
+	v.GCPer1kReq = round3(1000 * d.gcCycles / d.requests)
 }
 
 // vegetaCLI is the vegeta command line that reproduces one run by hand
@@ -164,13 +170,39 @@ func vegetaReport(o *OverheadResult) string {
 			fmt.Fprintf(b, " (%.1f%% ok)", 100*v.Success)
 		}
 	})
-	b.WriteString("\nThe proxies' CPU time per request sent (µs, user + system) at each rate; for probegate also probes sent, probes timed out and joins of a probe in flight, per request (from its counters around the run).\n\n")
+	b.WriteString("\nThe proxies' CPU time per request sent (µs, user + system) at each rate; for probegate also probes sent, probes timed out and joins of a probe in flight, per request, and its garbage collections per 1,000 requests (from its counters around the run).\n\n")
 	vegetaTable(&b, o, func(t *OverheadTarget) bool { return t.Name == "direct" }, func(b *strings.Builder, v *VegetaRun) {
 		fmt.Fprintf(b, " %.1f", v.CPUusPerReq)
 		if v.ProbesPerRequest > 0 || v.CoalescedPerRequest > 0 {
 			fmt.Fprintf(b, "; %.3f / %.3f / %.3f", v.ProbesPerRequest, v.TimeoutsPerRequest, v.CoalescedPerRequest)
 		}
+		if v.GCPer1kReq > 0 {
+			fmt.Fprintf(b, "; GC %.2f per 1k req", v.GCPer1kReq)
+		}
 	})
+	if hasShare(o) {
+		b.WriteString("\nWhere the machine's CPU went during each run (Linux: /proc/stat, /proc/PID/task/*/schedstat): CPUs used on average by the target / the bench's process (vegeta, and the in-process upstreams when not pinned) / the upstream children (pinned) / everything else, then the machine's busy CPUs of all; and the time the target's threads stood runnable without a CPU (run-queue wait), µs per request. A target that waits for a CPU queues whatever its code does.\n\n")
+		vegetaTable(&b, o, func(*OverheadTarget) bool { return false }, func(b *strings.Builder, v *VegetaRun) {
+			s := v.Share
+			if s == nil {
+				b.WriteString(" -")
+				return
+			}
+			fmt.Fprintf(b, " %.2f / %.2f / %.2f / %.2f = %.2f of %d; wait %.1f", s.TargetCores, s.GeneratorCores, s.UpstreamCores, s.OtherCores, s.BusyCores, s.CPUs, s.TargetWaitUsPerReq)
+		})
+	}
 	b.WriteString("\n")
 	return b.String()
+}
+
+// hasShare reports whether any run of o has a CPU share.
+func hasShare(o *OverheadResult) bool {
+	for i := range o.Targets {
+		for j := range o.Targets[i].Vegeta {
+			if o.Targets[i].Vegeta[j].Share != nil {
+				return true
+			}
+		}
+	}
+	return false
 }
