@@ -11,6 +11,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/probegate/probegate/internal/rawconn"
 	"github.com/probegate/probegate/internal/upstreamtls"
 )
 
@@ -167,6 +168,11 @@ func (f *HTTPFetcher) newHostClient(s *State) *hostClient {
 		c.MaxConns = f.MaxConns
 	}
 	hc := &hostClient{HostClient: c}
+	// Probe and scrape sockets are read and written with raw system calls
+	// (see internal/rawconn): a probe then costs no sysmon wake-up and no
+	// processor hand-off, which on a proxy under load cost more than the
+	// exchange itself.
+	c.DialTimeout = rawconn.DialTimeout
 	if s.https {
 		// An https backend is probed over TLS like its requests, with
 		// the same configuration (upstream.tls). The fetcher shakes
@@ -188,7 +194,7 @@ func dialTLS(addr string, timeout time.Duration, cfg *tls.Config) (net.Conn, err
 		timeout = DefaultFetchTimeout
 	}
 	deadline := time.Now().Add(timeout)
-	raw, err := net.DialTimeout("tcp", addr, timeout)
+	raw, err := rawconn.DialTimeout(addr, timeout)
 	if err != nil {
 		return nil, err
 	}
