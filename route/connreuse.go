@@ -26,21 +26,28 @@ func (t *connTable) add(c *deadlineConn) *deadlineConn {
 
 // take reports whether the request that just failed on the connection at
 // local address laddr went out on a socket that had already carried a
-// response, i.e. one taken from the idle pool, and forgets the connection
-// (fasthttp closes a connection whose round trip failed). A nil address
-// (the round trip never got a connection) is not reused.
-func (t *connTable) take(laddr net.Addr) bool {
+// response, i.e. one taken from the idle pool (not one guardedConn dialed
+// for it), and forgets the connection (fasthttp closes a connection whose
+// round trip failed). A nil address (the round trip never got a
+// connection) is not reused. sendErr is why the request never left, when
+// guardedConn held it back and its send failed in the first read (which
+// fasthttp reports as a connection closed before the first byte); nil
+// otherwise.
+func (t *connTable) take(laddr net.Addr) (reused bool, sendErr error) {
 	if laddr == nil {
-		return false
+		return false, nil
 	}
 	key := laddr.String()
 	v, ok := t.m.Load(key)
 	if !ok {
-		return false
+		return false, nil
 	}
 	c := v.(*deadlineConn)
 	t.m.CompareAndDelete(key, c)
-	return c.reused.Load()
+	if g, ok := c.Conn.(*guardedConn); ok {
+		sendErr = g.sendErr
+	}
+	return c.sentAnswered && sameAddr(c.sentOn, c.Conn.LocalAddr()), sendErr
 }
 
 // rekey moves c to its socket's current local address when the socket was

@@ -12,11 +12,12 @@ import (
 // A plain syscall.Recvfrom does (entersyscall), and when the scheduler's
 // monitor thread (sysmon) is parked because the proxy was idle a moment
 // ago, entering a system call wakes it with a futex; it then polls every
-// 20 µs until the proxy is idle again. The peek runs before every request
-// on a reused upstream connection (upstreamguard.go), and after each
-// hijacked stream (waitReadable); it was the request path's only such
-// call: under wrk, the wake-ups and sysmon's polling were about a quarter
-// of the proxy's context switches.
+// 20 µs until the proxy is idle again. The peek runs before a request
+// longer than one write (or over TLS) on a reused upstream connection
+// (upstreamguard.go; a shorter one is checked by a read inside
+// rawSocket.exchange), and after each hijacked stream (waitReadable); it
+// was the request path's only such call: under wrk, the wake-ups and
+// sysmon's polling were about a quarter of the proxy's context switches.
 func peekFD(fd uintptr, buf []byte) (int, error) {
 	for {
 		n, _, e := syscall.RawSyscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)),

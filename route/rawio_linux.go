@@ -30,15 +30,16 @@ import (
 // Callers hold the connection's direction (one reader, one writer at a
 // time), as net.Conn users do; the fields below are per direction.
 type rawSocket struct {
-	c        net.Conn
-	rc       syscall.RawConn
-	rfn, wfn func(fd uintptr) bool
-	rbuf     []byte
-	rn       int
-	rerr     syscall.Errno
-	wbuf     []byte
-	wn       int
-	werr     syscall.Errno
+	c             net.Conn
+	rc            syscall.RawConn
+	rfn, wfn, xfn func(fd uintptr) bool
+	rbuf          []byte
+	rn            int
+	rerr          syscall.Errno
+	wbuf          []byte
+	wn            int
+	werr          syscall.Errno
+	xstage        exchangeStage // exchange's progress
 }
 
 // reset points s at c; it reports false when c has no file descriptor
@@ -58,7 +59,7 @@ func (s *rawSocket) reset(c net.Conn) bool {
 	if s.rfn == nil {
 		// Method values made once, so that a read or write allocates
 		// nothing.
-		s.rfn, s.wfn = s.readFD, s.writeFD
+		s.rfn, s.wfn, s.xfn = s.readFD, s.writeFD, s.exchangeFD
 	}
 	return true
 }
@@ -100,6 +101,106 @@ func (s *rawSocket) writeFD(fd uintptr) bool {
 		}
 	}
 	return true
+}
+
+// exchangeStage is how far an exchange got.
+type exchangeStage uint8
+
+const (
+	xCheck exchangeStage = iota // checking the socket for stray bytes or a close
+	xStray                      // it had some: nothing was sent
+	xSend                       // writing the request
+	xAwait                      // the request is written: reading the answer
+)
+
+// exchangeResult is what an exchange did with the request.
+type exchangeResult uint8
+
+const (
+	exchanged exchangeResult = iota // the request was written whole; n and err are the read's
+	unusable                        // the socket had stray bytes or was closed by its peer: nothing was written
+	notSent                         // writing failed (err): the request never left whole
+)
+
+// exchange writes req and reads the first bytes of the answer into p, in
+// one RawConn.Read, so that the read waits on the poller first instead of
+// trying read(2) on a socket that cannot have the answer yet (an EAGAIN
+// read per request saved). With check, it first makes sure the socket
+// holds nothing from an earlier exchange and that its peer did not close
+// it: a read(2) that must say EAGAIN (upstreamguard's guarantee). Its
+// results, as read's, are net.Conn's.
+//
+// Waiting before reading is safe only because of the order: RawConn.Read
+// clears the socket's readiness before it calls exchangeFD, and the
+// poller is edge-triggered, so a wait returns only for bytes that arrive
+// after that. The answer cannot arrive before its request is written,
+// and exchangeFD writes it after the clear; bytes from before it are what
+// the check reads. A write the socket cannot take whole at once is
+// finished outside (with a wait for writability and the write deadline),
+// and the answer then read as read does.
+func (s *rawSocket) exchange(req, p []byte, check bool) (int, exchangeResult, error) {
+	s.rbuf, s.rn, s.rerr = p, 0, 0
+	s.wbuf, s.wn, s.werr = req, 0, 0
+	s.xstage = xSend
+	if check {
+		s.xstage = xCheck
+	}
+	err := s.rc.Read(s.xfn)
+	stage, wn, werr, n, rerr := s.xstage, s.wn, s.werr, s.rn, s.rerr
+	s.rbuf, s.wbuf = nil, nil
+	switch {
+	case stage == xStray:
+		return 0, unusable, nil
+	case stage < xAwait && err != nil:
+		// A deadline or Close before the request was written whole.
+		return 0, notSent, rawOpError(err, "write")
+	case stage < xAwait && werr != 0:
+		return 0, notSent, s.errnoError("write", werr)
+	case stage < xAwait:
+		// The socket buffer took only part of it.
+		if _, err := s.write(req[wn:]); err != nil {
+			return 0, notSent, err
+		}
+		n, err := s.read(p)
+		return n, exchanged, err
+	case err != nil:
+		return 0, exchanged, rawOpError(err, "read")
+	case rerr != 0:
+		return 0, exchanged, s.errnoError("read", rerr)
+	case n == 0:
+		return 0, exchanged, io.EOF
+	}
+	return n, exchanged, nil
+}
+
+// exchangeFD is exchange's RawConn.Read callback: the check, the write,
+// then the reads of the answer.
+func (s *rawSocket) exchangeFD(fd uintptr) bool {
+	if s.xstage == xCheck {
+		for {
+			_, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&s.rbuf[0])), uintptr(len(s.rbuf)))
+			if e == syscall.EINTR {
+				continue
+			}
+			// Success means bytes, or 0 for a peer close: the socket is
+			// not to carry another request. An error other than EAGAIN
+			// (a reset) leaves the verdict to the write, as a peek does.
+			if e == 0 {
+				s.xstage = xStray
+				return true
+			}
+			break
+		}
+		s.xstage = xSend
+	}
+	if s.xstage == xSend {
+		if !s.writeFD(fd) || s.werr != 0 {
+			return true // EAGAIN partway or an error: exchange goes on outside
+		}
+		s.xstage = xAwait
+		return false // wait for the answer: it cannot have arrived before the write
+	}
+	return s.readFD(fd)
 }
 
 // read is net.Conn.Read with a raw read(2), same results: io.EOF when the

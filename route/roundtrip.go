@@ -56,12 +56,15 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 	resp := fasthttp.AcquireResponse()
 	err := b.hc.Do(req, resp)
 	if err != nil {
+		reused, sendErr := b.conns.take(resp.LocalAddr())
+		if sendErr != nil {
+			err = sendErr // fasthttp named it a connection closed before the first byte
+		}
 		f := failure{kind: classify(err)}
 		outcome := upstreamErrOutcome(err)
 		if f.kind == failTimeout {
 			outcome = firstByteTimeoutOutcome(rc.info.Stream, b.state, sent)
 		}
-		reused := b.conns.take(resp.LocalAddr())
 		if (f.kind == failReset || f.kind == failWrite) && reused {
 			f.stale = true
 			outcome = breaker.Ignore

@@ -44,7 +44,12 @@ type deadlineConn struct {
 	firstByte, idle time.Duration
 	awaiting        atomic.Bool // a request was written and no byte read yet
 	answered        atomic.Bool // a response byte was read on the current socket
-	reused          atomic.Bool // the current request went out on an answered socket
+	// The current request's socket when it started (its local address)
+	// and whether that socket had carried a response: connTable.take
+	// learns from them whether the request went out on a pooled one.
+	// Written by the request's first write, read after its round trip.
+	sentOn       net.Addr
+	sentAnswered bool
 	// inHead: the current response's final head is not yet whole.
 	// headArmed: its deadline is armed (by its first read). headEnd: how
 	// many bytes of headTerm the last head read ended with. headPos: bytes
@@ -74,19 +79,14 @@ func (c *deadlineConn) Write(p []byte) (int, error) {
 	if t, ok := c.writeBy.due(time.Now(), c.idle); ok {
 		c.writeBy.armed(c.Conn.SetWriteDeadline(t), t)
 	}
-	before := c.Conn.LocalAddr()
-	n, err := c.Conn.Write(p)
 	if first {
-		// guardedConn may have replaced the socket with a fresh one,
-		// which has no deadline armed yet.
-		same := sameAddr(before, c.Conn.LocalAddr())
-		if !same {
-			c.readBy.forget()
-			c.writeBy.forget()
-		}
-		c.reused.Store(c.answered.Load() && same)
+		// guardedConn may replace the socket with a fresh one (it
+		// carries the deadlines over), in this write or, for a request
+		// it holds back, in the first read: connTable.take compares.
+		c.sentOn = c.Conn.LocalAddr()
+		c.sentAnswered = c.answered.Load()
 	}
-	return n, err
+	return c.Conn.Write(p)
 }
 
 func (c *deadlineConn) Read(p []byte) (int, error) {

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -23,6 +24,17 @@ import (
 //     Upgrade) the socket is closed as soon as the status is seen, so a
 //     tunnel can never be pooled; the handler answers that client with an
 //     error (see errSwitchingProtocols).
+//
+// On a plain TCP socket where raw system calls are used (rawSocket), a
+// request that arrives in one write (what fasthttp's writer flushes for a
+// request up to its buffer size) is held back until the first read and
+// sent from there (rawSocket.exchange): the check before a reuse is then a
+// read(2) that must find nothing, followed by the write, and the answer is
+// waited for before it is read. A request longer than that goes out as it
+// is written, after the check (a peek). A held request's send can fail
+// inside Read (a failed redial, a failed write): fasthttp then reports a
+// connection closed before the first byte, and sendErr keeps the error
+// that tells the proxy the request never left (connTable.take).
 //
 // For an https backend the connection is a *tls.Conn over a recordConn
 // (tlsDialer), and the check before a reuse looks at every place a stray
@@ -52,7 +64,24 @@ type guardedConn struct {
 	head     [12]byte // start of the current response: "HTTP/1.1 101"
 	headN    int
 	probe    [1]byte // recordConn.unread's read buffer
+	held     *[]byte // the current request, held back until the first read (from heldRequests)
+	sendErr  error   // why the current held request never left whole
+
+	// The deadlines set on the current socket, for its replacement
+	// (Unix nanoseconds, 0: none). Atomic because a deadline may be set
+	// while another goroutine owns the other direction.
+	readBy, writeBy atomic.Int64
 }
+
+// maxHeldRequest is the largest request guardedConn holds back until the
+// first read: fasthttp's default write buffer, so a request that fits it
+// (a chat or completion request with a prompt of a few KiB) is held.
+const maxHeldRequest = 4 << 10
+
+// heldRequests holds requests between their write and the first read of
+// their answer. A pool, not a buffer per connection: an idle stream holds
+// its upstream connection for minutes and must not hold this too.
+var heldRequests = sync.Pool{New: func() any { b := make([]byte, 0, maxHeldRequest); return &b }}
 
 // sockHolder is the current connection; tc and rec are set when it is TLS
 // (tc is Conn, over rec). It is read and written through raw (see
@@ -107,13 +136,81 @@ func (g *guardedConn) Write(p []byte) (int, error) {
 		// The first write of a request.
 		g.writing = true
 		g.headN = 0
-		if g.poisoned || (g.used && (g.outdated() || g.unread())) {
+		g.sendErr = nil
+		if g.poisoned || (g.used && g.outdated()) {
 			if err := g.redial(); err != nil {
-				return 0, &net.OpError{Op: "dial", Net: "tcp", Err: errors.Join(errStrayRedial, err)}
+				return 0, redialError(err)
 			}
+		}
+		if len(p) <= maxHeldRequest && g.sock.Load().raw.ok() {
+			// Sent by the first Read, unless more follows.
+			b := heldRequests.Get().(*[]byte)
+			*b = append((*b)[:0], p...)
+			g.held = b
+			return len(p), nil
+		}
+		if err := g.check(); err != nil {
+			return 0, err
+		}
+	} else if g.held != nil {
+		// The request is longer than one write: what was held goes out
+		// first, the way a request that was not held does.
+		err := g.check()
+		if err == nil {
+			_, err = g.sock.Load().raw.write(*g.held)
+		}
+		g.release()
+		if err != nil {
+			return 0, err
 		}
 	}
 	return g.sock.Load().raw.write(p)
+}
+
+// check replaces a connection that carried a response when it holds
+// unread bytes or its peer closed it.
+func (g *guardedConn) check() error {
+	if g.used && g.unread() {
+		if err := g.redial(); err != nil {
+			return redialError(err)
+		}
+	}
+	return nil
+}
+
+// redialError is the error of a failed redial: a dial error, so the
+// request counts as never sent.
+func redialError(err error) error {
+	return &net.OpError{Op: "dial", Net: "tcp", Err: errors.Join(errStrayRedial, err)}
+}
+
+// release returns the held request's buffer.
+func (g *guardedConn) release() {
+	heldRequests.Put(g.held)
+	g.held = nil
+}
+
+// send writes the held request and reads the first bytes of its answer
+// into p (rawSocket.exchange), after the check before a reuse; a socket
+// that fails the check is replaced and the request sent on the new one.
+// When the request cannot be sent, sendErr says why.
+func (g *guardedConn) send(p []byte) (int, error) {
+	defer g.release()
+	for {
+		n, res, err := g.sock.Load().raw.exchange(*g.held, p, g.used)
+		switch res {
+		case unusable:
+			// A fresh socket is not checked: the loop ends.
+			if err := g.redial(); err != nil {
+				g.sendErr = redialError(err)
+				return 0, g.sendErr
+			}
+			continue
+		case notSent:
+			g.sendErr = err
+		}
+		return n, err
+	}
 }
 
 // unread reports whether the connection holds bytes no one read or its
@@ -144,14 +241,27 @@ func (g *guardedConn) redial() error {
 	if err != nil {
 		return err
 	}
+	// The new socket gets the deadlines of the one it replaces.
+	if t := g.readBy.Load(); t != 0 {
+		_ = c.SetReadDeadline(time.Unix(0, t))
+	}
+	if t := g.writeBy.Load(); t != 0 {
+		_ = c.SetWriteDeadline(time.Unix(0, t))
+	}
 	_ = g.use(c).drop()
 	g.used, g.poisoned = false, false
 	return nil
 }
 
 func (g *guardedConn) Read(p []byte) (int, error) {
+	var n int
+	var err error
+	if g.held != nil && len(p) > 0 {
+		n, err = g.send(p)
+	} else {
+		n, err = g.sock.Load().raw.read(p)
+	}
 	h := g.sock.Load()
-	n, err := h.raw.read(p)
 	if err != nil && g.tlsd != nil {
 		g.tlsd.noteReadError(err)
 	}
@@ -178,9 +288,30 @@ func isInformational(h []byte) bool {
 	return string(h[:7]) == "HTTP/1." && h[8] == ' ' && h[9] == '1'
 }
 
-func (g *guardedConn) Close() error                       { return g.cur().Close() }
-func (g *guardedConn) LocalAddr() net.Addr                { return g.cur().LocalAddr() }
-func (g *guardedConn) RemoteAddr() net.Addr               { return g.cur().RemoteAddr() }
-func (g *guardedConn) SetDeadline(t time.Time) error      { return g.cur().SetDeadline(t) }
-func (g *guardedConn) SetReadDeadline(t time.Time) error  { return g.cur().SetReadDeadline(t) }
-func (g *guardedConn) SetWriteDeadline(t time.Time) error { return g.cur().SetWriteDeadline(t) }
+func (g *guardedConn) Close() error         { return g.cur().Close() }
+func (g *guardedConn) LocalAddr() net.Addr  { return g.cur().LocalAddr() }
+func (g *guardedConn) RemoteAddr() net.Addr { return g.cur().RemoteAddr() }
+
+func (g *guardedConn) SetDeadline(t time.Time) error {
+	g.readBy.Store(unixNano(t))
+	g.writeBy.Store(unixNano(t))
+	return g.cur().SetDeadline(t)
+}
+
+func (g *guardedConn) SetReadDeadline(t time.Time) error {
+	g.readBy.Store(unixNano(t))
+	return g.cur().SetReadDeadline(t)
+}
+
+func (g *guardedConn) SetWriteDeadline(t time.Time) error {
+	g.writeBy.Store(unixNano(t))
+	return g.cur().SetWriteDeadline(t)
+}
+
+// unixNano is t in Unix nanoseconds, 0 for the zero time (no deadline).
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
