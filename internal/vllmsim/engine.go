@@ -58,6 +58,8 @@ type Request struct {
 	everRan      bool
 	blocks       []int32
 	arrival      time.Duration
+	scheduled    time.Duration // first admission to the running batch
+	computedKV   int           // prompt tokens prefilled at first admission (not cached)
 	firstToken   time.Duration
 	lastToken    time.Duration
 	finishReason string
@@ -349,6 +351,8 @@ func (e *Engine) Step() StepResult {
 				e.stats.PrefixQueries += int64(r.Prompt.Tokens)
 				e.stats.PrefixHits += int64(min(computed, r.Prompt.Tokens))
 				e.stats.QueueTime.observeN((e.now - r.arrival).Seconds(), 1)
+				r.scheduled = e.now
+				r.computedKV = max(r.Prompt.Tokens-computed, 0)
 			}
 			r.state = stateRunning
 			e.running = append(e.running, r)
@@ -400,6 +404,9 @@ func (e *Engine) Step() StepResult {
 		if r.output == 1 {
 			r.firstToken = e.now
 			e.stats.TTFT.observeN((e.now - r.arrival).Seconds(), 1)
+			// As vLLM V1: a request's prompt counts when its prefill
+			// completes (its first token), cached tokens included.
+			e.stats.PromptTokens += int64(r.Prompt.Tokens)
 		} else {
 			e.stats.ITL.observeN((e.now - r.lastToken).Seconds(), 1)
 		}
@@ -436,8 +443,13 @@ func (e *Engine) finish(r *Request, reason string) {
 	} else {
 		e.stats.FinishedLength++
 	}
-	e.stats.PromptTokens += int64(r.Prompt.Tokens)
 	e.stats.E2E.observeN((e.now - r.arrival).Seconds(), 1)
+	if r.output > 0 {
+		// As vLLM V1's FinishedRequestStats: observed when the request
+		// finishes, for requests that produced a token.
+		e.stats.PrefillTime.observeN((r.firstToken - r.scheduled).Seconds(), 1)
+		e.stats.PrefillComputed.observeN(float64(r.computedKV), 1)
+	}
 	e.stats.PromptLen.observeN(float64(r.Prompt.Tokens), 1)
 	e.stats.GenerateLen.observeN(float64(r.output), 1)
 }

@@ -2,6 +2,7 @@ package vllmsim
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -368,5 +369,45 @@ func TestIdleServerDoesNotStep(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	if after := s.Stats().Steps; after != before {
 		t.Errorf("idle server stepped %d times in 50ms", after-before)
+	}
+}
+
+// TestPrefillCountersAsVLLM checks the prefill counters a proxy derives a
+// pod's speed from, counted as vLLM V1 counts them: prompt_tokens_total
+// when a request's prefill completes (its first token), cached tokens
+// included; request_prefill_time_seconds (first admission to first token)
+// and request_prefill_kv_computed_tokens (tokens not found cached) when it
+// finishes. Three prompts admitted together share their prefill steps, so
+// their prefill times overlap: the sum is three times the time spent.
+func TestPrefillCountersAsVLLM(t *testing.T) {
+	e := newTestEngine(t, nil)
+	rs := []*Request{req(1, 2000, 3), req(2, 2000, 3), req(3, 2000, 3)}
+	for _, r := range rs {
+		mustAdd(t, e, r)
+	}
+	first := e.Step() // all three prefilled in one step (6,000 tokens < 8,192)
+	if len(first.Events) != 3 {
+		t.Fatalf("first step produced %d first tokens, want 3", len(first.Events))
+	}
+	if st := e.Stats(); st.PromptTokens != 6000 || st.PrefillTime.Count != 0 {
+		t.Fatalf("after the prefill: prompt tokens %d (want 6000, counted at the first token), prefill times observed %d (want 0 before any finish)", st.PromptTokens, st.PrefillTime.Count)
+	}
+	for _, r := range rs {
+		runUntilDone(t, e, r)
+	}
+	secs, toks := e.PrefillTotals()
+	if want := 3 * first.Duration.Seconds(); math.Abs(secs-want) > 1e-9 || toks != 6000 {
+		t.Fatalf("prefill totals %v s, %v tokens; want %v s (3 x the shared step) and 6000", secs, toks, want)
+	}
+	// The same prompt again: its cached blocks are not computed.
+	again := &Request{Prompt: rs[0].Prompt, MaxTokens: 2, IgnoreEOS: true}
+	mustAdd(t, e, again)
+	runUntilDone(t, e, again)
+	_, toks2 := e.PrefillTotals()
+	if got := toks2 - toks; got < 1 || got > 16 {
+		t.Fatalf("a fully cached prompt computed %v tokens, want the last block's tail at most", got)
+	}
+	if st := e.Stats(); st.PromptTokens != 8000 {
+		t.Fatalf("prompt tokens %d, want 8000 (a cached prompt counts whole, as vLLM's counter)", st.PromptTokens)
 	}
 }

@@ -130,6 +130,27 @@ func (p *promWriter) histogram(name, help, labels string, h *Histogram, created 
 	p.sample(cr, labels, created)
 }
 
+// scaledHistogram is histogram for a histogram of seconds rendered in
+// units f times larger: bucket bounds and sum are multiplied by f.
+func (p *promWriter) scaledHistogram(name, help, labels string, h *Histogram, f float64, created float64) {
+	if f == 1 || f <= 0 {
+		p.histogram(name, help, labels, h, created)
+		return
+	}
+	p.family(name, help, "histogram")
+	var cum uint64
+	bucket, count, sum, cr := name+"_bucket", name+"_count", name+"_sum", name+"_created"
+	for i, le := range h.set.bounds {
+		cum += h.Counts[i]
+		p.sampleX(bucket, labels, "le", string(pyFloat(nil, le*f)), float64(cum))
+	}
+	p.sampleX(bucket, labels, "le", "+Inf", float64(h.Count))
+	p.sample(count, labels, float64(h.Count))
+	p.sample(sum, labels, h.Sum*f)
+	p.family(cr, help, "gauge")
+	p.sample(cr, labels, created)
+}
+
 func escapeLabel(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s)
 }
@@ -229,6 +250,12 @@ func (g *generation) writeMetrics(w http.ResponseWriter) {
 	p.histogram("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", me, &stats.ITL, created)
 	p.histogram("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", em, &stats.E2E, created)
 	p.histogram("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", em, &stats.QueueTime, created)
+	// The prefill time in the server's own (wall) seconds, as a real
+	// server measures it: the engine's virtual seconds times TimeScale, so
+	// a proxy comparing it with its own clock (probe's pod speed) sees a
+	// pod's true pace. Its bucket bounds scale alike.
+	p.scaledHistogram("vllm:request_prefill_time_seconds", "Histogram of time spent in PREFILL phase for request.", em, &stats.PrefillTime, g.cfg.TimeScale, created)
+	p.histogram("vllm:request_prefill_kv_computed_tokens", "Histogram of new KV tokens computed during prefill (excluding cached tokens).", em, &stats.PrefillComputed, created)
 	p.gauge("vllm:cache_config_info", "Information of the LLMEngine CacheConfig",
 		`block_size="`+strconv.Itoa(g.cfg.BlockSize)+`",cache_dtype="auto",calculate_kv_scales="False",cpu_offload_gb="0",enable_prefix_caching="True",engine="0",gpu_memory_utilization="0.9",is_attention_free="False",num_cpu_blocks="None",num_gpu_blocks="`+
 			strconv.Itoa(g.cfg.NumGPUBlocks)+`",num_gpu_blocks_override="None",prefix_caching_hash_algo="sha256",sliding_window="None",swap_space="4",swap_space_bytes="4294967296"`, 1)

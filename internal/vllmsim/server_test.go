@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"slices"
@@ -679,5 +680,49 @@ func TestWallTimingFollowsModel(t *testing.T) {
 	t.Logf("wall %v, modelled e2e %v x 0.5 = %v", wall, time.Duration(st.E2E.Sum*float64(time.Second)), model)
 	if wall < model*9/10 || wall > model*3/2+20*time.Millisecond {
 		t.Errorf("wall time %v does not follow the model's %v", wall, model)
+	}
+}
+
+// TestMetricsPrefillInWallSeconds: the server renders its prefill time in
+// its own wall seconds (the engine's virtual seconds times TimeScale), as a
+// real server measures it, so that a proxy can compare it with its own
+// clock; the computed prompt tokens are as counted.
+func TestMetricsPrefillInWallSeconds(t *testing.T) {
+	s := startServer(t, nil)
+	c := newClient(t)
+	resp, err := c.Post(s.URL()+"/v1/completions", "application/json",
+		strings.NewReader(`{"model":"meta-llama/Llama-3.1-8B-Instruct","prompt":"`+strings.Repeat("tokens ", 800)+`","max_tokens":3,"ignore_eos":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	waitFor(t, func() bool { return s.State().Finished == 1 })
+	st := s.Stats()
+	resp, err = c.Get(s.URL() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := tp.TextToMetricFamilies(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hist := func(name string) (sum float64, count uint64) {
+		f := fams[name]
+		if f == nil || len(f.Metric) != 1 || f.Metric[0].Histogram == nil {
+			t.Fatalf("histogram %s missing", name)
+		}
+		h := f.Metric[0].Histogram
+		return h.GetSampleSum(), h.GetSampleCount()
+	}
+	secs, n := hist("vllm:request_prefill_time_seconds")
+	if want := st.PrefillTime.Sum * 0.05; n != 1 || st.PrefillTime.Sum <= 0 || math.Abs(secs-want) > 1e-12 {
+		t.Errorf("prefill time sum %v over %d requests, want %v (virtual %v s x TimeScale 0.05)", secs, n, want, st.PrefillTime.Sum)
+	}
+	toks, _ := hist("vllm:request_prefill_kv_computed_tokens")
+	if toks != st.PrefillComputed.Sum || toks < 700 {
+		t.Errorf("computed tokens %v, engine %v", toks, st.PrefillComputed.Sum)
 	}
 }

@@ -72,7 +72,7 @@ type Stats struct {
 	FinishedStop     int64
 	FinishedLength   int64
 	FinishedAbort    int64
-	PromptTokens     int64 // prompt tokens of finished requests
+	PromptTokens     int64 // prompt tokens of requests past their prefill (counted at the first token, cached tokens included, as vLLM V1)
 	GenerationTokens int64 // tokens generated (all requests)
 	Steps            int64
 
@@ -82,6 +82,23 @@ type Stats struct {
 	QueueTime   Histogram // arrival to first scheduling
 	PromptLen   Histogram // prompt tokens per finished request
 	GenerateLen Histogram // generated tokens per finished request
+	// PrefillTime is vLLM's request_prefill_time_seconds: per finished
+	// request that produced a token, the time from its first admission to
+	// the running batch to its first token. Requests prefilled in the same
+	// steps overlap: the sum over requests exceeds the time spent.
+	PrefillTime Histogram
+	// PrefillComputed is vLLM's request_prefill_kv_computed_tokens: per
+	// finished request that produced a token, the prompt tokens its
+	// prefill computed (not found in the prefix cache at admission).
+	PrefillComputed Histogram
+}
+
+// PrefillTotals returns the sums of the PrefillTime (virtual seconds) and
+// PrefillComputed (tokens) histograms: the counters a pod's prefill speed
+// is derived from (probe.Load.PrefillSeconds, PrefillTokens).
+// It does not copy the Stats.
+func (e *Engine) PrefillTotals() (seconds, tokens float64) {
+	return e.stats.PrefillTime.Sum, e.stats.PrefillComputed.Sum
 }
 
 func newStats() Stats {
@@ -92,6 +109,9 @@ func newStats() Stats {
 		QueueTime:   newHistogram(latencyBuckets),
 		PromptLen:   newHistogram(tokenBuckets),
 		GenerateLen: newHistogram(tokenBuckets),
+		PrefillTime: newHistogram(latencyBuckets),
+
+		PrefillComputed: newHistogram(tokenBuckets),
 	}
 }
 
