@@ -67,6 +67,19 @@ type Load struct {
 	// processed nothing yet shows no progress either.
 	Tokens float64
 
+	// PrefillSeconds and PrefillTokens are the server's prefill counters,
+	// cumulative since it started; 0 when not reported (a /load answer,
+	// an ORCA header, a server without the families). PrefillSeconds is
+	// the sum of vllm:request_prefill_time_seconds (per request, first
+	// scheduling to first token, observed when the request finishes);
+	// PrefillTokens the sum of vllm:request_prefill_kv_computed_tokens
+	// (the prompt tokens those prefills computed), or of
+	// vllm:request_prompt_tokens, cached tokens included, on a vLLM
+	// without it. Both are observed at the same moment, so their deltas
+	// between two reports cover the same requests: State.Report derives
+	// the pod's prefill speed from them (podspeed.go).
+	PrefillSeconds, PrefillTokens float64
+
 	At     time.Time // when the report was taken (receive time at this proxy)
 	Source Source
 }

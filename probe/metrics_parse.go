@@ -35,6 +35,13 @@ const (
 	famLoRA    = "vllm:lora_requests_info"
 	famPrompt  = "vllm:prompt_tokens_total"
 	famGen     = "vllm:generation_tokens_total"
+
+	// The prefill counters (Load.PrefillSeconds, PrefillTokens): sums of
+	// per-request histograms, observed when a request finishes.
+	famPrefillTime   = "vllm:request_prefill_time_seconds_sum"
+	famPrefillKV     = "vllm:request_prefill_kv_computed_tokens_sum"
+	famPromptLenSum  = "vllm:request_prompt_tokens_sum"
+	maxPrefillTotals = 1e15 // larger sums are garbage (3e7 years, or 1e15 tokens)
 )
 
 // ParseMetrics extracts a Load from the body of vLLM's /metrics endpoint
@@ -56,6 +63,11 @@ const (
 //   - Tokens is the sum of the vllm:prompt_tokens_total and
 //     vllm:generation_tokens_total samples (counters; 0 when neither is
 //     present). Negative samples are ignored.
+//   - PrefillSeconds is the sum over series of
+//     vllm:request_prefill_time_seconds_sum, PrefillTokens that of
+//     vllm:request_prefill_kv_computed_tokens_sum or, when that family is
+//     absent, of vllm:request_prompt_tokens_sum; both stay 0 unless the
+//     time and a token family are present (a sum above 1e15 is ignored).
 //   - A family that is absent (or has only ignored samples) leaves its field
 //     unknown (-1, or nil/0 for LoRA). A body with none of the running,
 //     waiting and KV families is ErrNoLoad; a body larger than
@@ -77,6 +89,9 @@ func ParseMetrics(body []byte, now time.Time) (Load, error) {
 		loraVal                   float64
 		tokens                    float64
 		loraLabels                []byte // label block of the newest LoRA series, aliases body
+		pfSecs, pfKV, pfPrompt    float64
+		hasPFSecs, hasPFKV        bool
+		hasPFPrompt               bool
 		baseModel                 []byte // model_name label of the first load sample, aliases body
 	)
 	for len(body) > 0 {
@@ -87,7 +102,7 @@ func ParseMetrics(body []byte, now time.Time) (Load, error) {
 			line, body = body, nil
 		}
 		// Fast reject: every family we want starts with "vllm:n", "vllm:k",
-		// "vllm:g", "vllm:l" or "vllm:p"; comments, histograms of other prefixes and
+		// "vllm:g", "vllm:l", "vllm:p" or "vllm:r"; comments, histograms of other prefixes and
 		// process_/python_ filler are skipped after a few byte compares.
 		line = trimLeftSpace(line)
 		if len(line) < 6 || line[0] != 'v' || line[4] != ':' || !wantedFirst[line[5]] || !bytes.HasPrefix(line, []byte("vllm:")) {
@@ -153,6 +168,21 @@ func ParseMetrics(body []byte, now time.Time) (Load, error) {
 			if v > 0 {
 				tokens += v
 			}
+		case 8, 9, 10: // prefill counters: summed over engines
+			if v < 0 || v > maxPrefillTotals {
+				continue
+			}
+			switch fam {
+			case 8:
+				pfSecs += v
+				hasPFSecs = true
+			case 9:
+				pfKV += v
+				hasPFKV = true
+			default:
+				pfPrompt += v
+				hasPFPrompt = true
+			}
 		}
 	}
 	if !hasRun && !hasWait && !hasKV && !hasGPU {
@@ -174,6 +204,12 @@ func ParseMetrics(body []byte, now time.Time) (Load, error) {
 		parseLoRALabels(&l, loraLabels)
 	}
 	l.Tokens = tokens
+	if hasPFSecs && (hasPFKV || hasPFPrompt) {
+		l.PrefillSeconds, l.PrefillTokens = pfSecs, pfKV
+		if !hasPFKV {
+			l.PrefillTokens = pfPrompt
+		}
+	}
 	if len(baseModel) > 0 {
 		l.BaseModel = string(baseModel)
 	}
@@ -226,7 +262,7 @@ func labelValue(labels []byte, name string) []byte {
 }
 
 // wantedFirst marks the bytes that follow "vllm:" in a wanted family name.
-var wantedFirst = [256]bool{'n': true, 'k': true, 'g': true, 'l': true, 'p': true}
+var wantedFirst = [256]bool{'n': true, 'k': true, 'g': true, 'l': true, 'p': true, 'r': true}
 
 // familyOf maps a metric name to the family number ParseMetrics switches on;
 // 0 means "not wanted". The switch on string(name) does not allocate.
@@ -246,6 +282,12 @@ func familyOf(name []byte) int {
 		return 6
 	case famGen:
 		return 7
+	case famPrefillTime:
+		return 8
+	case famPrefillKV:
+		return 9
+	case famPromptLenSum:
+		return 10
 	}
 	return 0
 }

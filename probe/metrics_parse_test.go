@@ -133,6 +133,11 @@ func TestParseMetricsRealistic(t *testing.T) {
 	if want := 2 * (1.234567e+06 + 9.87654e+05); l.Tokens != want { // two engines
 		t.Errorf("Tokens = %v, want prompt + generation tokens %v", l.Tokens, want)
 	}
+	// No request_prefill_kv_computed_tokens here: the prompt tokens'
+	// histogram stands in; both sums over the two engines.
+	if l.PrefillSeconds != 2*9.75e-06 || l.PrefillTokens != 2*9.75e-06 {
+		t.Errorf("prefill counters %v s, %v tokens", l.PrefillSeconds, l.PrefillTokens)
+	}
 	if n := len(realisticMetrics()); n < 25<<10 || n > 40<<10 {
 		t.Errorf("realistic body is %d bytes, want about 30 KB", n)
 	}
@@ -276,5 +281,38 @@ func TestParseMetricsTokens(t *testing.T) {
 		if l.Tokens != tc.want {
 			t.Errorf("%q: Tokens = %v, want %v", tc.body, l.Tokens, tc.want)
 		}
+	}
+}
+
+func TestParseMetricsPrefillCounters(t *testing.T) {
+	const gauges = "vllm:num_requests_running 1\nvllm:num_requests_waiting 0\n"
+	cases := []struct {
+		name       string
+		body       string
+		secs, toks float64
+	}{
+		{"computed tokens preferred over prompt tokens",
+			"vllm:request_prefill_time_seconds_sum{engine=\"0\"} 12.5\nvllm:request_prompt_tokens_sum{engine=\"0\"} 9000\nvllm:request_prefill_kv_computed_tokens_sum{engine=\"0\"} 4000\n", 12.5, 4000},
+		{"prompt tokens when computed is absent",
+			"vllm:request_prompt_tokens_sum 9000\nvllm:request_prefill_time_seconds_sum 12.5\n", 12.5, 9000},
+		{"summed over engines",
+			"vllm:request_prefill_time_seconds_sum{engine=\"0\"} 1\nvllm:request_prefill_time_seconds_sum{engine=\"1\"} 2\nvllm:request_prefill_kv_computed_tokens_sum{engine=\"0\"} 10\nvllm:request_prefill_kv_computed_tokens_sum{engine=\"1\"} 20\n", 3, 30},
+		{"no time: nothing", "vllm:request_prefill_kv_computed_tokens_sum 4000\n", 0, 0},
+		{"no tokens: nothing", "vllm:request_prefill_time_seconds_sum 3\n", 0, 0},
+		{"negative, NaN and huge sums ignored",
+			"vllm:request_prefill_time_seconds_sum -3\nvllm:request_prefill_time_seconds_sum NaN\nvllm:request_prefill_time_seconds_sum 2\nvllm:request_prefill_kv_computed_tokens_sum 1e300\nvllm:request_prefill_kv_computed_tokens_sum +Inf\nvllm:request_prefill_kv_computed_tokens_sum 7\n", 2, 7},
+		{"buckets and counts are not sums",
+			"vllm:request_prefill_time_seconds_bucket{le=\"+Inf\"} 5\nvllm:request_prefill_time_seconds_count 5\nvllm:request_prompt_tokens_count 5\n", 0, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			l, err := ParseMetrics([]byte(gauges+tc.body), t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l.PrefillSeconds != tc.secs || l.PrefillTokens != tc.toks {
+				t.Errorf("got %v s, %v tokens; want %v, %v", l.PrefillSeconds, l.PrefillTokens, tc.secs, tc.toks)
+			}
+		})
 	}
 }

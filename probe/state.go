@@ -70,6 +70,7 @@ type report struct {
 	dispatched uint64
 	finished   uint64
 	progress   progress
+	pod        podSpeed // the pod-reported speed as of this report
 }
 
 // progress is what the reports so far say of the backend's token counter
@@ -163,7 +164,9 @@ func (s *State) Latest() *Load {
 // every scrape interval.
 //
 // Report also snapshots the dispatch counters, so View can add the requests
-// dispatched and subtract those finished after the report.
+// dispatched and subtract those finished after the report, and carries the
+// pod-reported prefill speed forward, updated from l's prefill counters
+// (podspeed.go).
 func (s *State) Report(l *Load) bool {
 	for {
 		cur := s.latest.Load()
@@ -174,8 +177,10 @@ func (s *State) Report(l *Load) bool {
 		if cur != nil {
 			inherit(&r.load, &cur.load)
 			r.progress = cur.progress
+			r.pod = cur.pod
 		}
 		r.progress = r.progress.next(l)
+		r.pod = r.pod.next(&r.load)
 		r.finished = s.finished.Load()
 		r.dispatched = s.dispatched.Load()
 		if s.latest.CompareAndSwap(cur, r) {
@@ -253,6 +258,10 @@ type View struct {
 	// NsPerToken is the learned time to first byte per prefill token at
 	// this backend (see State.PrefillDone), 0 when not learned yet.
 	NsPerToken float64
+	// PodNsPerToken is the time per prefill token the backend's own
+	// counters show (see podSpeed), 0 when its reports have not yielded
+	// one. It is kept when the report goes stale: a speed changes slowly.
+	PodNsPerToken float64
 }
 
 // View returns the backend's load as of now. If the latest report is younger
@@ -281,9 +290,11 @@ func (s *State) ViewInto(v *View, now time.Time, staleAfter time.Duration) {
 	v.Age, v.Correction = 0, 0
 	v.PrefillTokens, v.DecodeTokens, v.NsPerToken = s.Work()
 	v.PrefillRequests = int(max(s.prefillWaiting.Load(), 0))
+	v.PodNsPerToken = 0
 	if r == nil {
 		return
 	}
+	v.PodNsPerToken = r.pod.ns
 	age := max(now.Sub(r.load.At), 0)
 	if age >= staleAfter {
 		return
@@ -342,7 +353,7 @@ type Brief struct {
 	Source                      Source
 	PrefillTokens, DecodeTokens float64
 	PrefillRequests             int
-	NsPerToken                  float64
+	NsPerToken, PodNsPerToken   float64
 }
 
 // BriefInto sets *b to the Brief of the View at now with staleAfter, given
@@ -357,6 +368,10 @@ func (s *State) BriefInto(b *Brief, cutoff time.Time) {
 	inflight, corr := s.counts(r)
 	b.PrefillTokens, b.DecodeTokens, b.NsPerToken = s.Work()
 	b.PrefillRequests = int(max(s.prefillWaiting.Load(), 0))
+	b.PodNsPerToken = 0
+	if r != nil {
+		b.PodNsPerToken = r.pod.ns
+	}
 	if r == nil || !r.load.At.After(cutoff) {
 		b.Queue, b.KVUse, b.Waiting, b.Source = float64(inflight), -1, -1, SourceLocal
 		return
@@ -374,5 +389,5 @@ func (s *State) BriefInto(b *Brief, cutoff time.Time) {
 func (v *View) Brief() Brief {
 	return Brief{Queue: v.Queue, KVUse: v.KVUse, Waiting: v.Waiting, Source: v.Source,
 		PrefillTokens: v.PrefillTokens, DecodeTokens: v.DecodeTokens,
-		PrefillRequests: v.PrefillRequests, NsPerToken: v.NsPerToken}
+		PrefillRequests: v.PrefillRequests, NsPerToken: v.NsPerToken, PodNsPerToken: v.PodNsPerToken}
 }
