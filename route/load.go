@@ -47,6 +47,10 @@ type LoadModel struct {
 	// IgnoreSpeed turns route.load.learn_speed off: every backend is
 	// assumed equally fast.
 	IgnoreSpeed bool
+	// PodSpeed is route.load.pod_speed: the weight of a backend's
+	// pod-reported speed (View.PodNsPerToken) against its learned one
+	// (View.NsPerToken) where both are known (see Ns).
+	PodSpeed float64
 	// SpeedBand is route.load.speed_band: in requests mode, the learned
 	// speed ratio beyond which a backend's queue is scaled (0: never).
 	SpeedBand float64
@@ -68,7 +72,7 @@ type LoadInput struct {
 // Queue returns the candidate's queue for the scorers (see LoadModel).
 func (m *LoadModel) Queue(v *probe.View, in *LoadInput) float64 {
 	if !m.Tokens {
-		return m.requestQueue(v.Queue, v.NsPerToken, in)
+		return m.requestQueue(v.Queue, m.Ns(v.NsPerToken, v.PodNsPerToken), in)
 	}
 	b := v.Brief()
 	return m.BriefQueue(&b, in)
@@ -78,7 +82,7 @@ func (m *LoadModel) Queue(v *probe.View, in *LoadInput) float64 {
 // BriefQueue(v.Brief(), in).
 func (m *LoadModel) BriefQueue(v *probe.Brief, in *LoadInput) float64 {
 	if !m.Tokens {
-		return m.requestQueue(v.Queue, v.NsPerToken, in)
+		return m.requestQueue(v.Queue, m.Ns(v.NsPerToken, v.PodNsPerToken), in)
 	}
 	if in.MeanPrompt <= 0 || in.RefNs <= 0 {
 		return v.Queue
@@ -96,7 +100,7 @@ func (m *LoadModel) BriefQueue(v *probe.Brief, in *LoadInput) float64 {
 	// not past it needs a seat too (its prefill tokens alone make a short
 	// prompt behind a cached prefix look nearly free): WaitingWeight.
 	running := max(v.Queue-waiting, 0)
-	ns := v.NsPerToken
+	ns := m.Ns(v.NsPerToken, v.PodNsPerToken)
 	if ns <= 0 || m.IgnoreSpeed {
 		ns = in.RefNs
 	}
@@ -120,13 +124,42 @@ func (m *LoadModel) requestQueue(q, ns float64, in *LoadInput) float64 {
 	return (q+1)*r - 1
 }
 
+// Ns returns the ns per prefill token the model scores a backend with,
+// given its learned (State.PrefillDone) and pod-reported (probe's
+// podSpeed) speeds, 0 meaning unknown: PodSpeed x pod + (1 - PodSpeed) x
+// learned when both are known; the known one when only one is; 0 when
+// neither is. With PodSpeed 0 the pod-reported speed is never used.
+//
+// The pod-reported speed is the same for every proxy in front of the pod
+// (it comes from the pod's counters), while each proxy learns its own from
+// the first bytes of its own requests: with R proxies each learns from
+// 1/R of the samples and never sees the others' work.
+func (m *LoadModel) Ns(learned, pod float64) float64 {
+	switch {
+	case pod <= 0 || m.PodSpeed <= 0:
+		return learned
+	case learned <= 0 || m.PodSpeed >= 1:
+		return pod
+	}
+	return m.PodSpeed*pod + (1-m.PodSpeed)*learned
+}
+
 // RefNs returns the mean learned ns per token over views, or 1 when none
-// has been learned (every candidate then uses the same speed).
+// has been learned (every candidate then uses the same speed). It is
+// LoadModel.RefNs of a model that ignores pod-reported speeds.
 func RefNs(views []probe.View) float64 {
+	var m LoadModel
+	return m.RefNs(views)
+}
+
+// RefNs returns the mean over views of the speed the model scores them
+// with (Ns), or 1 when none is known (every candidate then uses the same
+// speed).
+func (m *LoadModel) RefNs(views []probe.View) float64 {
 	sum, n := 0.0, 0
 	for i := range views {
-		if views[i].NsPerToken > 0 {
-			sum += views[i].NsPerToken
+		if ns := m.Ns(views[i].NsPerToken, views[i].PodNsPerToken); ns > 0 {
+			sum += ns
 			n++
 		}
 	}
@@ -134,11 +167,11 @@ func RefNs(views []probe.View) float64 {
 }
 
 // briefRefNs is RefNs over briefs.
-func briefRefNs(briefs []probe.Brief) float64 {
+func (m *LoadModel) briefRefNs(briefs []probe.Brief) float64 {
 	sum, n := 0.0, 0
 	for i := range briefs {
-		if briefs[i].NsPerToken > 0 {
-			sum += briefs[i].NsPerToken
+		if ns := m.Ns(briefs[i].NsPerToken, briefs[i].PodNsPerToken); ns > 0 {
+			sum += ns
 			n++
 		}
 	}

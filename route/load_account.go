@@ -114,14 +114,14 @@ func (m *Memory) endWork(b *Backend, w *workTicket, complete bool) {
 }
 
 // loadInput returns the request-wide part of LoadModel's input for one
-// decision over views: the router's mean prompt (this request's prompt, or
+// decision over views under the load model lm: the router's mean prompt (this request's prompt, or
 // one token, before there is one) and the candidates' reference speed.
 // The caller sets Own per candidate.
-func loadInput(m *Memory, info *RequestInfo, views []probe.View) LoadInput {
-	return LoadInput{MeanPrompt: m.book.MeanPrompt(float64(max(info.PromptTokens, 1))), RefNs: RefNs(views)}
+func loadInput(m *Memory, lm *LoadModel, info *RequestInfo, views []probe.View) LoadInput {
+	return LoadInput{MeanPrompt: m.book.MeanPrompt(float64(max(info.PromptTokens, 1))), RefNs: lm.RefNs(views)}
 }
 
 // briefLoadInput is loadInput over briefs.
-func briefLoadInput(m *Memory, info *RequestInfo, briefs []probe.Brief) LoadInput {
-	return LoadInput{MeanPrompt: m.book.MeanPrompt(float64(max(info.PromptTokens, 1))), RefNs: briefRefNs(briefs)}
+func briefLoadInput(m *Memory, lm *LoadModel, info *RequestInfo, briefs []probe.Brief) LoadInput {
+	return LoadInput{MeanPrompt: m.book.MeanPrompt(float64(max(info.PromptTokens, 1))), RefNs: lm.briefRefNs(briefs)}
 }

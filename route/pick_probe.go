@@ -293,9 +293,9 @@ func (p *probePicker) bestCached(info *RequestInfo, s *Scratch, exclude []*Backe
 	}
 	var li LoadInput // requests mode reads the queue alone (and speeds)
 	if p.sc.pc.Load.Tokens {
-		li = briefLoadInput(p.sc.mem, info, briefs)
+		li = briefLoadInput(p.sc.mem, &p.sc.pc.Load, info, briefs)
 	} else if p.sc.pc.Load.SpeedBand >= 1 {
-		li.RefNs = briefRefNs(briefs)
+		li.RefNs = p.sc.pc.Load.briefRefNs(briefs)
 	}
 	w := Weights{Queue: p.sc.pc.Weights.Queue, KVCache: p.sc.pc.Weights.KVCache}
 	var blocks []uint64

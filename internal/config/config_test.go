@@ -83,6 +83,8 @@ func TestValidate(t *testing.T) {
 		{"policy", func(c *Config) { c.Route.Policy = "p2c" }, `route.policy: must be one of probe, cached, least_inflight, round_robin, random, got "p2c"`},
 		{"d negative", func(c *Config) { c.Route.D = -1 }, `route.d: must be auto (0) or 1..64, got -1`},
 		{"d above bound", func(c *Config) { c.Route.D = 100 }, `route.d: must be auto (0) or 1..64, got 100`},
+		{"pod_speed above 1", func(c *Config) { c.Route.Load.PodSpeed = 1.5 }, `route.load.pod_speed: must be between 0 and 1, got 1.5`},
+		{"pod_speed negative", func(c *Config) { c.Route.Load.PodSpeed = -0.1 }, `route.load.pod_speed: must be between 0 and 1, got -0.1`},
 		{"hedges above bound", func(c *Config) { c.Probe.Hedges = 65 }, `probe.hedges: must be <= 64`},
 		{"weight queue", func(c *Config) { c.Route.Weights.Queue = -1 }, `route.weights.queue: must be a finite number >= 0`},
 		{"weight kv nan", func(c *Config) { c.Route.Weights.KVCache = nan() }, `route.weights.kv_cache: must be a finite number >= 0`},

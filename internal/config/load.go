@@ -31,6 +31,13 @@ type LoadModel struct {
 	// LearnSpeed: scale each backend's expected time to first token by its
 	// learned time per prompt token (a slow server looks slow). Default true.
 	LearnSpeed bool `yaml:"learn_speed"`
+	// PodSpeed: weight, in [0,1], of the backend's own prefill speed (the
+	// deltas of vLLM's request_prefill_time_seconds and
+	// request_prefill_kv_computed_tokens between reports) against the
+	// learned one, where both are known; either alone when the other is
+	// not. 0 uses the learned speed only. Read only with learn_speed.
+	// Default DefaultPodSpeed.
+	PodSpeed float64 `yaml:"pod_speed"`
 	// DefaultOutputTokens: expected output of a request that does not fix
 	// it (no ignore_eos) before the per-model estimate has samples; capped
 	// by the request's max_tokens. Default 128.
@@ -43,8 +50,12 @@ type LoadModel struct {
 	SpeedBand float64 `yaml:"speed_band"`
 }
 
+// DefaultPodSpeed is route.load.pod_speed's default (bench/README.md,
+// issue 13 session 6).
+const DefaultPodSpeed = 0.5
+
 func defaultLoad() LoadModel {
-	return LoadModel{Mode: LoadTokens, DecodeWeight: 0, RunningWeight: 1, WaitingWeight: 1, LearnSpeed: true, DefaultOutputTokens: 128}
+	return LoadModel{Mode: LoadTokens, DecodeWeight: 0, RunningWeight: 1, WaitingWeight: 1, LearnSpeed: true, PodSpeed: DefaultPodSpeed, DefaultOutputTokens: 128}
 }
 
 func (v *checker) load(l LoadModel) {
@@ -53,6 +64,9 @@ func (v *checker) load(l LoadModel) {
 	v.weight("route.load.running_weight", l.RunningWeight)
 	v.weight("route.load.waiting_weight", l.WaitingWeight)
 	v.atLeast("route.load.default_output_tokens", int64(l.DefaultOutputTokens), 1)
+	if !(l.PodSpeed >= 0 && l.PodSpeed <= 1) {
+		v.add("route.load.pod_speed", "must be between 0 and 1, got %v", l.PodSpeed)
+	}
 	if l.SpeedBand != 0 && l.SpeedBand < 1 {
 		v.add("route.load.speed_band", "must be 0 (off) or at least 1, got %v", l.SpeedBand)
 	}

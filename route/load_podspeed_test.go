@@ -1,0 +1,140 @@
+package route
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/probegate/probegate/internal/config"
+	"github.com/probegate/probegate/internal/vllmsim"
+	"github.com/probegate/probegate/probe"
+)
+
+// podReports drives a simulated vLLM engine (virtual time, slowed down by
+// slowdown) through 12 s of other clients' traffic, a 2,000-token prompt
+// every 150 ms, and returns what a scrape every 100 ms would report:
+// idle gauges at the end and the prefill counters as /metrics exposes them.
+func podReports(t *testing.T, slowdown float64) []probe.Load {
+	t.Helper()
+	e, err := vllmsim.NewEngine(vllmsim.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.SetSlowdown(slowdown)
+	var out []probe.Load
+	next, nextReport := time.Duration(0), time.Duration(0)
+	for i := 0; e.Now() < 15*time.Second; {
+		for next <= e.Now() && next < 12*time.Second {
+			r := &vllmsim.Request{Prompt: vllmsim.HashText(16, "", "", fmt.Sprintf("client request %d ", i)+string(make([]byte, 8000))), MaxTokens: 4, IgnoreEOS: true}
+			if err := e.Add(r); err != nil {
+				t.Fatal(err)
+			}
+			i++
+			next += 150 * time.Millisecond
+		}
+		if e.Idle() {
+			to := 15 * time.Second
+			if next < 12*time.Second {
+				to = next
+			}
+			e.AdvanceTo(to)
+		} else {
+			e.Step()
+		}
+		for nextReport <= e.Now() {
+			secs, toks := e.PrefillTotals()
+			st := e.State()
+			out = append(out, probe.Load{Running: st.Running, Waiting: st.Waiting, KVUse: st.KVUse, ServerLoad: -1,
+				PrefillSeconds: secs, PrefillTokens: toks, At: pickT0.Add(-20 * time.Second).Add(nextReport), Source: probe.SourceScrape})
+			nextReport += 100 * time.Millisecond
+		}
+	}
+	return out
+}
+
+// TestTwoProxiesWithDisjointDispatchSeeTheSlowPod: two proxies in front of
+// the same two pods, one twice as slow, each of which has only ever sent
+// requests to one of them (so each learned the speed of one pod only),
+// both scraping both. Both must see the slow pod as slow and send a
+// request to the fast one when the two are otherwise equal. With the
+// learned speed alone (route.load.pod_speed 0) neither can tell: each
+// scores the pod it never timed at the mean of the ones it did, a tie.
+func TestTwoProxiesWithDisjointDispatchSeeTheSlowPod(t *testing.T) {
+	reports := [2][]probe.Load{podReports(t, 1), podReports(t, 2)}
+	for _, podSpeed := range []float64{config.DefaultPodSpeed, 1, 0} {
+		for proxy := range 2 {
+			pool, bs := testPool(2)
+			for i, b := range bs {
+				for j := range reports[i] {
+					b.State().Report(&reports[i][j])
+				}
+			}
+			// This proxy's own requests all went to pod `proxy`: 16
+			// samples of that pod's true pace (the learned median).
+			own := bs[proxy].State()
+			ns := own.PodNsPerToken()
+			if podSpeed == 1 && proxy == 0 {
+				slow := bs[1].State().PodNsPerToken()
+				// About 2: the slow pod is backlogged (its window is all
+				// busy, decode steps included), the fast one is not (its
+				// busy time is its prefills alone).
+				if r := slow / ns; r < 1.8 || r > 2.5 {
+					t.Fatalf("pod-reported speeds %.0f and %.0f ns a token: ratio %.2f, want about 2", ns, slow, r)
+				}
+			}
+			for range 16 {
+				own.AddWork(2000, 0)
+				own.PrefillDone(2000, time.Duration(ns*2000), 2000)
+			}
+			for _, pol := range []string{config.PolicyCached, config.PolicyProbe} {
+				pc := testPickerConfig(pol)
+				pc.Load.PodSpeed = podSpeed
+				pk := mustPicker(t, pc, pool, Deps{Memory: &Memory{}, Rand: seeded(uint64(proxy) + 3), Now: pickNow})
+				s := NewScratch()
+				fast := 0
+				for range 200 {
+					b, _, err := pk.Pick(context.Background(), &RequestInfo{PromptTokens: 2000}, nil, s)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if b == bs[0] {
+						fast++
+					}
+				}
+				switch {
+				case podSpeed > 0 && fast != 200:
+					t.Errorf("pod_speed %v, proxy that sent only to pod %d, %s: %d of 200 picks to the fast pod, want all", podSpeed, proxy, pol, fast)
+				case podSpeed == 0 && (fast < 60 || fast > 140):
+					t.Errorf("learned speed alone, proxy that sent only to pod %d, %s: %d of 200 picks to the fast pod, want a coin toss", proxy, pol, fast)
+				}
+			}
+		}
+	}
+}
+
+func TestLoadModelNsBlendsPodAndLearned(t *testing.T) {
+	cases := []struct {
+		podSpeed, learned, pod, want float64
+	}{
+		{0.5, 100, 300, 200},
+		{0.25, 100, 300, 150},
+		{1, 100, 300, 300},
+		{0, 100, 300, 100},
+		{0.5, 0, 300, 300}, // only the pod's known
+		{0.5, 100, 0, 100}, // only the learned one
+		{0, 0, 300, 0},     // off: the pod's is never used
+		{0.5, 0, 0, 0},
+	}
+	for _, tc := range cases {
+		m := LoadModel{Tokens: true, PodSpeed: tc.podSpeed}
+		if got := m.Ns(tc.learned, tc.pod); got != tc.want {
+			t.Errorf("pod_speed %v, learned %v, pod %v: %v, want %v", tc.podSpeed, tc.learned, tc.pod, got, tc.want)
+		}
+	}
+	m := LoadModel{Tokens: true, PodSpeed: 1}
+	views := []probe.View{{NsPerToken: 100}, {NsPerToken: 100, PodNsPerToken: 300}, {}}
+	if got := m.RefNs(views); got != 200 {
+		t.Errorf("RefNs %v, want 200 (the mean of 100 and 300; the unknown one left out)", got)
+	}
+}
