@@ -76,10 +76,13 @@ type StrategyResult struct {
 	// every proxy in every seed, of the proxy's learned time per prefill
 	// token of the last server over the others' mean (RunResult.
 	// SpeedRatios); absent when never learned.
-	LearnedSpeedRatio []float64     `json:"learned_speed_ratio_p10_p50_p90,omitempty"`
-	Steps             []StepResult  `json:"steps,omitempty"`
-	Direct            *DirectResult `json:"direct,omitempty"`
-	ErrorSample       string        `json:"error_sample,omitempty"`
+	LearnedSpeedRatio []float64 `json:"learned_speed_ratio_p10_p50_p90,omitempty"`
+	// PodSpeedRatio is LearnedSpeedRatio for the pod-reported time per
+	// prefill token (RunResult.PodSpeedRatios).
+	PodSpeedRatio []float64     `json:"pod_speed_ratio_p10_p50_p90,omitempty"`
+	Steps         []StepResult  `json:"steps,omitempty"`
+	Direct        *DirectResult `json:"direct,omitempty"`
+	ErrorSample   string        `json:"error_sample,omitempty"`
 
 	ttftSamples []float64 // pooled TTFTs in ms, for the CDF plots (not in JSON)
 }
@@ -114,9 +117,10 @@ func aggregate(name string, runs []*RunResult, schedDur time.Duration, offered f
 		n, e int
 	}, len(stepLoads))
 	var derr, dn int
-	var ratios []float64
+	var ratios, podRatios []float64
 	for _, rr := range runs {
 		ratios = append(ratios, rr.SpeedRatios...)
+		podRatios = append(podRatios, rr.PodSpeedRatios...)
 		var seedTTFT []time.Duration
 		for i := range rr.Outcomes {
 			o := &rr.Outcomes[i]
@@ -180,6 +184,11 @@ func aggregate(name string, runs []*RunResult, schedDur time.Duration, offered f
 	if len(ratios) > 0 {
 		for _, q := range []float64{10, 50, 90} {
 			sr.LearnedSpeedRatio = append(sr.LearnedSpeedRatio, round3(Percentile(ratios, q)))
+		}
+	}
+	if len(podRatios) > 0 {
+		for _, q := range []float64{10, 50, 90} {
+			sr.PodSpeedRatio = append(sr.PodSpeedRatio, round3(Percentile(podRatios, q)))
 		}
 	}
 	sr.TTFT = quantilesMs(ttft, true)

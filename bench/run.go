@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/probegate/probegate/internal/vllmsim"
+	"github.com/probegate/probegate/probe"
 	"github.com/probegate/probegate/route"
 )
 
@@ -36,6 +37,9 @@ type RunResult struct {
 	// over the mean of the others', when both are learned: the slow one
 	// over the rest in the hetero entries, noise around 1 elsewhere.
 	SpeedRatios []float64
+	// PodSpeedRatios is SpeedRatios for the pod-reported time per prefill
+	// token (probe.State.PodNsPerToken, route.load.pod_speed).
+	PodSpeedRatios []float64
 }
 
 // RunOne starts a fresh fleet and fresh proxies for strategy, replays reqs
@@ -79,7 +83,7 @@ func RunOne(ctx context.Context, su Setup, strategy string, reqs []Req, perReq t
 	sctx, stop := context.WithCancel(ctx)
 	qsum := make([]float64, len(servers))
 	var samples int
-	var ratios []float64
+	var ratios, podRatios []float64
 	// The pool orders backends by address: find the fleet's last server
 	// (the slow one in the hetero entries) by its address.
 	lastAddr := fleet.Addrs()[len(servers)-1]
@@ -100,8 +104,11 @@ func RunOne(ctx context.Context, su Setup, strategy string, reqs []Req, perReq t
 				}
 				samples++
 				for _, p := range proxies {
-					if r, ok := speedRatio(p.P.Pool().Backends(), lastAddr); ok {
+					if r, ok := speedRatio(p.P.Pool().Backends(), lastAddr, learnedNs); ok {
 						ratios = append(ratios, r)
+					}
+					if r, ok := speedRatio(p.P.Pool().Backends(), lastAddr, (*probe.State).PodNsPerToken); ok {
+						podRatios = append(podRatios, r)
 					}
 				}
 			}
@@ -113,7 +120,7 @@ func RunOne(ctx context.Context, su Setup, strategy string, reqs []Req, perReq t
 	stop()
 	sw.Wait()
 
-	rr := &RunResult{Strategy: strategy, Outcomes: outs, Wall: wall, SpeedRatios: ratios}
+	rr := &RunResult{Strategy: strategy, Outcomes: outs, Wall: wall, SpeedRatios: ratios, PodSpeedRatios: podRatios}
 	for _, p := range proxies {
 		ps, err := ReadProxyStats(p.P.Gatherer())
 		if err != nil {
@@ -167,13 +174,20 @@ func MeasureCapacity(ctx context.Context, su Setup, reqs []Req, warm, dur time.D
 	return float64(ok) / dur.Seconds(), nil
 }
 
-// speedRatio returns the learned time per prefill token of the backend of
-// bs at addr over the mean of the others' learned ones, and false while
-// that one or none of the others is learned (or addr is not in bs).
-func speedRatio(bs []*route.Backend, addr string) (float64, bool) {
+// learnedNs is a backend's learned time per prefill token.
+func learnedNs(st *probe.State) float64 {
+	_, _, ns := st.Work()
+	return ns
+}
+
+// speedRatio returns the time per prefill token (nsOf: learned or
+// pod-reported) of the backend of bs at addr over the mean of the others',
+// and false while that one or none of the others is known (or addr is not
+// in bs).
+func speedRatio(bs []*route.Backend, addr string, nsOf func(*probe.State) float64) (float64, bool) {
 	last, sum, n, found := 0.0, 0.0, 0, false
 	for _, b := range bs {
-		_, _, ns := b.State().Work()
+		ns := nsOf(b.State())
 		switch {
 		case b.State().Addr() == addr:
 			last, found = ns, true

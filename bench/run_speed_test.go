@@ -12,7 +12,7 @@ import (
 // others that learned one, and nothing until it and one other have.
 func TestSpeedRatio(t *testing.T) {
 	bs := []*route.Backend{route.NewBackend("a:1", 0), route.NewBackend("c:1", 0), route.NewBackend("b:1", 0)}
-	speedRatio := func(bs []*route.Backend) (float64, bool) { return speedRatio(bs, "c:1") }
+	speedRatio := func(bs []*route.Backend) (float64, bool) { return speedRatio(bs, "c:1", learnedNs) }
 	learn := func(b *route.Backend, ns float64) {
 		b.State().AddWork(1000, 0)
 		b.State().PrefillDone(1000, time.Duration(ns*1000), 1000)

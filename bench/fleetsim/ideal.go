@@ -165,8 +165,9 @@ type Snapshot struct {
 	// ViewQueue is the queue the arriving request's replica saw in its
 	// cache for the pod (probe.State's view), before any probe.
 	ViewQueue float64
-	// ViewNs is the replica's learned ns per prefill token for the pod.
-	ViewNs float64
+	// ViewNs is the replica's learned ns per prefill token for the pod;
+	// ViewPodNs the pod-reported one (probe.View.PodNsPerToken).
+	ViewNs, ViewPodNs float64
 	// Cached is how many of the request's prompt tokens the pod's prefix
 	// cache held.
 	Cached int
@@ -193,6 +194,6 @@ func (s *sim) snapshot(r *request) {
 		sn.Cached = p.eng.CachedTokens(r.job.Prompt)
 		sn.Whatif = p.whatif(s.now, r.job.Prompt.Tokens-sn.Cached, max(r.job.MaxTokens, 1))
 		v := rep.backends[i].State().View(now, 2*time.Second)
-		sn.ViewQueue, sn.ViewNs = v.Queue, v.NsPerToken
+		sn.ViewQueue, sn.ViewNs, sn.ViewPodNs = v.Queue, v.NsPerToken, v.PodNsPerToken
 	}
 }

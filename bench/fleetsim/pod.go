@@ -99,11 +99,15 @@ func (p *pod) sync() {
 }
 
 // load is the report the pod's /metrics would give now (probe.endpoint
-// metrics: running, waiting, KV use, the base model; no /load count).
+// metrics: running, waiting, KV use, the base model, the prefill counters
+// of vllm:request_prefill_time_seconds and
+// vllm:request_prefill_kv_computed_tokens; no /load count).
 func (p *pod) load(at time.Time, src probe.Source) probe.Load {
+	secs, toks := p.eng.PrefillTotals()
 	return probe.Load{
 		Running: p.running, Waiting: p.waiting, KVUse: p.kvUse, ServerLoad: -1,
 		MaxLoRA: p.maxLoRA, BaseModel: p.baseName, At: at, Source: src,
+		PrefillSeconds: secs, PrefillTokens: toks,
 	}
 }
 

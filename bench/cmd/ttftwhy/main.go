@@ -160,25 +160,32 @@ func main() {
 					unavoid++
 				}
 			}
-			// The replica's learned speed of the last (slow) pod over the
-			// others' mean, at each arrival (once all are learned).
-			var ratio []float64
-			for _, rec := range recs {
-				sum, n, sl := 0.0, 0, 0.0
-				for i, sn := range rec.Pods {
-					if i == len(rec.Pods)-1 {
-						sl = sn.ViewNs
-					} else if sn.ViewNs > 0 {
-						sum += sn.ViewNs
-						n++
+			// The replica's learned (and pod-reported) speed of the last
+			// (slow) pod over the others' mean, at each arrival (once all
+			// are known).
+			for _, k := range []struct {
+				name string
+				ns   func(*fleetsim.Snapshot) float64
+			}{{"learned", func(s *fleetsim.Snapshot) float64 { return s.ViewNs }}, {"pod-reported", func(s *fleetsim.Snapshot) float64 { return s.ViewPodNs }}} {
+				var ratio []float64
+				for _, rec := range recs {
+					sum, n, sl := 0.0, 0, 0.0
+					for i := range rec.Pods {
+						ns := k.ns(&rec.Pods[i])
+						if i == len(rec.Pods)-1 {
+							sl = ns
+						} else if ns > 0 {
+							sum += ns
+							n++
+						}
+					}
+					if sl > 0 && n > 0 {
+						ratio = append(ratio, sl/(sum/float64(n)))
 					}
 				}
-				if sl > 0 && n > 0 {
-					ratio = append(ratio, sl/(sum/float64(n)))
+				if len(ratio) > 0 {
+					fmt.Fprintf(os.Stderr, "%s R=%d: %s ns last pod/others p10 %.2f p50 %.2f p90 %.2f\n", st, r, k.name, bench.Percentile(ratio, 10), bench.Percentile(ratio, 50), bench.Percentile(ratio, 90))
 				}
-			}
-			if len(ratio) > 0 {
-				fmt.Fprintf(os.Stderr, "%s R=%d: learned ns last pod/others p10 %.2f p50 %.2f p90 %.2f\n", st, r, bench.Percentile(ratio, 10), bench.Percentile(ratio, 50), bench.Percentile(ratio, 90))
 			}
 			// No window with more than 20 requests (a short run or a low
 			// rate): no window p99s.
