@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/probegate/probegate/internal/config"
 	"github.com/probegate/probegate/probe"
@@ -22,7 +23,8 @@ func (idleProber) Run(context.Context, []*probe.State, []*probe.State) probe.Res
 // (no scraper or other goroutine runs while it is measured), in route.load
 // mode, and the request of BenchmarkPickPrompt: a 1,500-token prompt (23
 // hashed blocks) whose first half a quarter of the backends were sent,
-// and some token work on every backend.
+// and some token work, a learned and a pod-reported speed on every
+// backend.
 func promptPicker(b testing.TB, mode string, n int) (Picker, *RequestInfo, *Scratch) {
 	b.Helper()
 	pool, bs := testPool(n)
@@ -35,14 +37,27 @@ func promptPicker(b testing.TB, mode string, n int) (Picker, *RequestInfo, *Scra
 	half.ModelHash = 0
 	for i, be := range bs {
 		l := probe.Load{Running: i % 7, Waiting: i % 3, KVUse: float64(i%10) / 10, ServerLoad: -1, At: pickT0, Source: probe.SourceScrape}
+		for k := range 2 { // prefill counters 5 s apart: a pod-reported speed
+			c := l
+			c.At = pickT0.Add(time.Duration(k-2) * 5 * time.Second)
+			c.PrefillSeconds, c.PrefillTokens = float64(k+1)*5, float64(k+1)*float64(50000+i%4*5000)
+			be.state.Report(&c)
+		}
 		be.state.Report(&l)
 		if i%4 == 0 {
 			mem.NoteDispatch(be, &half, pickT0)
 		}
 		be.state.AddWork(int64(i%5)*700, int64(i%3)*64)
+		for range 16 { // a learned speed
+			be.state.AddWork(1000, 0)
+			be.state.PrefillDone(1000, time.Duration(100+i%3*10)*time.Millisecond, 1000)
+		}
 	}
 	pc := testPickerConfig(config.PolicyProbe)
 	pc.Load.Tokens = mode == config.LoadTokens
+	if v := bs[n-1].state.View(pickT0, time.Second); v.NsPerToken <= 0 || v.PodNsPerToken <= 0 {
+		b.Fatalf("backend without both speeds: learned %v, pod %v", v.NsPerToken, v.PodNsPerToken)
+	}
 	pk := mustPicker(b, pc, pool, Deps{Memory: mem, Rand: seeded(1), Now: pickNow, Prober: idleProber{}})
 	return pk, &rc.info, NewScratch()
 }
