@@ -70,6 +70,12 @@ const (
 type failure struct {
 	kind  failureKind
 	stale bool // on a keep-alive connection that had carried a response before
+	// afterHead: the response head had arrived, and the body failed before
+	// any of it reached the client (failReset, failTimeout or failOther).
+	afterHead bool
+	// late: the attempt failed after upstream.first_byte_timeout had
+	// passed since it was sent: it is never sent again.
+	late bool
 }
 
 // classify maps the error of a fasthttp round trip to a failureKind.
@@ -85,6 +91,22 @@ func classify(err error) failureKind {
 	case isTimeout(err):
 		return failTimeout
 	case errors.Is(err, fasthttp.ErrConnectionClosed), errors.Is(err, io.EOF),
+		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return failReset
+	}
+	return failOther
+}
+
+// classifyBody maps the error of a failed read of a response body, before
+// any of it reached the client: a connection closed or reset (the body cut
+// short: io.ErrUnexpectedEOF, ECONNRESET) is failReset; a timeout
+// failTimeout; a malformed body (a bad chunk, more bytes than its
+// Content-Length) failOther.
+func classifyBody(err error) failureKind {
+	switch {
+	case isTimeout(err):
+		return failTimeout
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF),
 		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
 		return failReset
 	}

@@ -235,16 +235,22 @@ const maxBreakerSkips = 4
 type retryReason uint8
 
 const (
-	retryNone    retryReason = iota // no retry
-	retryConnect                    // the dial failed: label "connect"
-	retryReset                      // closed or reset before the first byte: "reset"
-	retryStale                      // as retryReset, on a reused keep-alive connection: "reset"
-	retryBreaker                    // the breaker refused the attempt: "breaker"
+	retryNone      retryReason = iota // no retry
+	retryConnect                      // the dial failed: label "connect"
+	retryReset                        // closed or reset before the first byte: "reset"
+	retryStale                        // as retryReset, on a reused keep-alive connection: "reset"
+	retryBreaker                      // the breaker refused the attempt: "breaker"
+	retryAfterHead                    // closed or reset after the head, before the body's first byte: "after_head"
 )
 
 // retryReasonFor decides whether a failed attempt on b may be re-picked,
-// and why. Only failures before any response byte qualify: never a timeout
-// (a slow pod is not a dead pod) and never a malformed response.
+// and why. Only failures before any byte reached the client qualify, and
+// only at the connection level: never a timeout (a slow pod is not a dead
+// pod) and never a malformed response. A connection closed or reset after
+// the response head and before the body's first byte qualifies too (the
+// proxy holds the head until then, see forward), under
+// upstream.retry_on_reset, unless the attempt had been waiting longer than
+// upstream.first_byte_timeout.
 func retryReasonFor(f failure, onReset bool) retryReason {
 	r := retryNone
 	switch f.kind {
@@ -253,6 +259,12 @@ func retryReasonFor(f failure, onReset bool) retryReason {
 	case failWrite:
 		r = retryReset
 	case failReset:
+		if f.afterHead {
+			if onReset && !f.late {
+				return retryAfterHead
+			}
+			return retryNone
+		}
 		if onReset {
 			r = retryReset
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -119,7 +120,28 @@ func (s *bodyStream) hijacked(c net.Conn) {
 	s.hj.cc.detached.Store(true)
 	s.hj.cc = nil
 	s.client = s.hj.raw
-	go s.pump(pre, keep)
+	s.writeBy.forget() // fasthttp cleared the deadlines when it let go
+	// The head, with the first chunk held with it (first_bytes.go), goes
+	// out before the pump's goroutine starts: the first token does not
+	// wait for it.
+	ok := s.writeHead()
+	go s.pump(pre, keep, ok)
+}
+
+// writeHead writes the response header block and, when it fits the
+// head's buffer, the held first chunk in the same write.
+func (s *bodyStream) writeHead() bool {
+	head := *s.hj.head
+	if s.firstBuf != nil && len(head)+len(s.pending)+chunkRoom+2 <= cap(head) {
+		head = appendChunk(head, s.pending)
+		s.pending = nil
+		s.releaseFirst()
+	}
+	ok := s.write(head)
+	*s.hj.head = head[:0]
+	headBufPool.Put(s.hj.head)
+	s.hj.head = nil
+	return ok
 }
 
 // pipelined returns what the client sent after its request and fasthttp
@@ -153,15 +175,12 @@ func pipelined(hjc, raw net.Conn) (pre []byte, keep bool) {
 	return pre, keep
 }
 
-// pump writes the header block, then each upstream chunk as it arrives,
-// then the last chunk; it settles the request and, after a clean end,
-// gives the connection back to the server. While the upstream is silent it
-// holds no buffer (see wait).
-func (s *bodyStream) pump(pre []byte, keep bool) {
-	s.writeBy.forget() // fasthttp cleared the deadlines when it let go
-	ok := s.write(*s.hj.head)
-	headBufPool.Put(s.hj.head)
-	s.hj.head = nil
+// pump writes each upstream chunk as it arrives after the header block
+// (written by hijacked; ok tells whether that write succeeded), then the
+// last chunk; it settles the request and, after a clean end, gives the
+// connection back to the server. While the upstream is silent it holds no
+// buffer (see wait).
+func (s *bodyStream) pump(pre []byte, keep, ok bool) {
 	for ok {
 		s.wait()
 		buf := pumpBufPool.Get().(*[]byte)
@@ -217,6 +236,14 @@ func (s *bodyStream) write(b []byte) bool {
 	return err == nil
 }
 
+// appendChunk appends data to dst as one chunk of a chunked body.
+func appendChunk(dst, data []byte) []byte {
+	dst = strconv.AppendInt(dst, int64(len(data)), 16)
+	dst = append(dst, "\r\n"...)
+	dst = append(dst, data...)
+	return append(dst, "\r\n"...)
+}
+
 // chunkSizeLine writes the chunk size line of an n-byte chunk just before
 // b[chunkRoom:] and returns where it starts.
 func chunkSizeLine(b []byte, n int) int {
@@ -262,8 +289,10 @@ func (p *Proxy) afterStream(s *bodyStream, pre []byte, keep bool) {
 // not recycled, since fasthttp may still call it.
 func (p *Proxy) cutHijacked() {
 	for _, s := range p.hijacks.cut() {
-		headBufPool.Put(s.hj.head)
-		s.hj.head = nil
+		if s.hj.head != nil {
+			headBufPool.Put(s.hj.head)
+			s.hj.head = nil
+		}
 		s.finish()
 	}
 }

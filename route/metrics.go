@@ -27,7 +27,7 @@ type Metrics struct {
 	scrapesVec      *prometheus.CounterVec
 	scrapeIntervalV *prometheus.GaugeVec
 	retriesVec      *prometheus.CounterVec
-	retries         [retryBreaker + 1]prometheus.Counter // by retryReason
+	retries         [retryAfterHead + 1]prometheus.Counter // by retryReason
 	shed            prometheus.Counter
 	probes          map[string]prometheus.Counter // by outcome, resolved once
 	decisions       [probe.SourceOracle + 1]prometheus.Counter
@@ -92,7 +92,7 @@ func newMetrics(reg prometheus.Registerer, p *Proxy) (*Metrics, error) {
 		}, []string{"backend"}),
 		retriesVec: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "probegate_retries_total",
-			Help: "Attempts re-picked before any response byte reached the client, by reason of the failed attempt: connect (dial failed), reset (connection closed or reset before the first response byte, e.g. a stale keep-alive connection to a restarted pod), breaker (breaker refused).",
+			Help: "Attempts re-picked before any response byte reached the client, by reason of the failed attempt: connect (dial failed), reset (connection closed or reset before the first response byte, e.g. a stale keep-alive connection to a restarted pod), breaker (breaker refused), after_head (connection closed or reset after the response head, before any body byte reached the client).",
 		}, []string{"reason"}),
 		shed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "probegate_shed_total",
@@ -107,6 +107,7 @@ func newMetrics(reg prometheus.Registerer, p *Proxy) (*Metrics, error) {
 	m.retries[retryReset] = m.retriesVec.WithLabelValues("reset")
 	m.retries[retryStale] = m.retries[retryReset]
 	m.retries[retryBreaker] = m.retriesVec.WithLabelValues("breaker")
+	m.retries[retryAfterHead] = m.retriesVec.WithLabelValues("after_head")
 	// DESIGN.md's four sources, and none (a blind policy, round_robin or
 	// random, decided on no state), are always exported. The benchmark's
 	// oracle series exists only in a proxy built with a view source

@@ -223,6 +223,7 @@ func (p *Proxy) buildSettings(cfg *config.Config) (*settings, error) {
 		maxBlocks:     cfg.Route.Prefix.MaxBlocks,
 		maxBody:       cfg.Server.MaxBodyBytes,
 		idle:          cfg.Upstream.IdleTimeout.D(),
+		firstByte:     cfg.Upstream.FirstByteTimeout.D(),
 		accessLog:     cfg.Log.Access,
 		defaultOutput: float64(cfg.Route.Load.DefaultOutputTokens),
 		tls:           ctls,

@@ -103,6 +103,10 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 			}
 		}
 	}
+	sse := bytesHasPrefix(resp.Header.ContentType(), "text/event-stream")
+	up := resp.BodyStream()
+	buffered := up != nil && bufferable(resp.Header.ContentLength(), sse)
+	firstByte := p.now().Sub(start)
 	ctx.Response.Reset()
 	resp.Header.CopyTo(&ctx.Response.Header)
 	// The status line is the proxy's own: CopyTo copied the backend's
@@ -116,24 +120,38 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 	ctx.Response.Header.Del(hdrRequestID)
 	ctx.Response.Header.SetBytesV(hdrRequestID, rc.id)
 
-	sse := bytesHasPrefix(resp.Header.ContentType(), "text/event-stream")
-	if up := resp.BodyStream(); up != nil && bufferable(resp.Header.ContentLength(), sse) {
-		return p.forwardBuffered(ctx, rt, rc, b, resp, up, ticket, accounting{start: start, firstByte: p.now().Sub(start), status: status, code: status, dec: dec, attempt: attempt, idReplaced: idReplaced, work: work})
+	var first firstChunk
+	if up != nil && !buffered {
+		// Hold the head until the body's first bytes (first_bytes.go):
+		// until then a failure can still be re-picked or answered with
+		// the envelope (writeError resets the response).
+		var err error
+		if first, err = readFirst(up); err != nil {
+			p.metrics.firstByte.Observe(firstByte.Seconds())
+			return p.failAfterHead(rt, b, resp, ticket, &work, sent, err)
+		}
+		if first.n > 0 {
+			work.sawBytes(b, first.bytes(), p.now())
+		}
+	}
+	if buffered {
+		return p.forwardBuffered(ctx, rt, rc, b, resp, up, ticket, sent, accounting{start: start, firstByte: firstByte, status: status, code: status, dec: dec, attempt: attempt, idReplaced: idReplaced, work: work})
 	}
 
 	hijack := hijackable(ctx, resp, sse)
 	s := bodyStreamPool.Get().(*bodyStream)
 	s.p, s.b, s.resp, s.ticket = p, b, resp, ticket
-	s.up = resp.BodyStream()
+	s.up = up
 	s.client = ctx.Conn()
 	s.idle = rt.idle
 	s.sse = sse
-	s.acct = accounting{start: start, firstByte: p.now().Sub(start), status: status, code: status, dec: dec, attempt: attempt, idReplaced: idReplaced}
+	s.acct = accounting{start: start, firstByte: firstByte, status: status, code: status, dec: dec, attempt: attempt, idReplaced: idReplaced}
 	s.acct.work = work
 	if rt.accessLog {
 		s.acct.id = string(rc.id)
 	}
 	p.metrics.firstByte.Observe(s.acct.firstByte.Seconds())
+	s.holdFirst(first)
 	size := resp.Header.ContentLength()
 	if size < 0 {
 		size = -1
@@ -158,23 +176,14 @@ var http11 = []byte("HTTP/1.1")
 // upstream failure the client learns of as an error status (nothing of the
 // answer reached it yet; the request reached the backend, so it is never
 // resent).
-func (p *Proxy) forwardBuffered(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *Backend, resp *fasthttp.Response, up io.Reader, ticket breaker.Ticket, a accounting) (failure, error) {
+func (p *Proxy) forwardBuffered(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *Backend, resp *fasthttp.Response, up io.Reader, ticket breaker.Ticket, sent time.Time, a accounting) (failure, error) {
 	p.metrics.firstByte.Observe(a.firstByte.Seconds())
 	size := resp.Header.ContentLength()
-	err := readBuffered(up, size, &ctx.Response)
+	if err := readBuffered(up, size, &ctx.Response); err != nil {
+		return p.failAfterHead(rt, b, resp, ticket, &a.work, sent, err)
+	}
 	_ = resp.CloseBodyStream()
 	fasthttp.ReleaseResponse(resp)
-	if err != nil {
-		b.state.Finish()
-		ticket.Done(breaker.Failure)
-		if b.draining.Load() {
-			p.reap()
-		}
-		if isTimeout(err) {
-			return failure{kind: failTimeout}, errors.Join(ErrUpstreamTimeout, err)
-		}
-		return failure{kind: failOther}, errors.Join(ErrUpstream, err)
-	}
 	a.bytes = int64(size)
 	a.outcome = outcomeForStatus(a.status)
 	if rt.accessLog {

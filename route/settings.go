@@ -24,6 +24,7 @@ type settings struct {
 	maxBlocks    int
 	maxBody      int64
 	idle         time.Duration
+	firstByte    time.Duration // upstream.first_byte_timeout
 	accessLog    bool
 	// defaultOutput is route.load.default_output_tokens.
 	defaultOutput float64

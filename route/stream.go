@@ -30,9 +30,11 @@ type bodyStream struct {
 
 	sse      bool
 	idle     time.Duration
-	complete bool   // upstream body read to EOF
-	upErr    error  // upstream failed mid-body
-	pending  []byte // error frame still to deliver
+	complete bool    // upstream body read to EOF
+	upErr    error   // upstream failed mid-body
+	pending  []byte  // error frame, or the held first chunk, still to deliver
+	firstBuf *[]byte // the pump buffer pending lies in (holdFirst), or nil
+	deferred error   // an upstream error that came with the first chunk
 	closed   bool
 	writeBy  lazyDeadline // the client write deadline armed by this stream
 
@@ -68,10 +70,17 @@ func (s *bodyStream) read(p []byte) (int, error) {
 	if len(s.pending) > 0 {
 		n := copy(p, s.pending)
 		s.pending = s.pending[n:]
+		if len(s.pending) == 0 {
+			s.releaseFirst()
+		}
 		return n, nil
 	}
 	if s.complete || s.upErr != nil {
 		return 0, io.EOF
+	}
+	if err := s.deferred; err != nil {
+		s.deferred = nil
+		return 0, s.ended(err)
 	}
 	n, err := s.up.Read(p)
 	s.acct.bytes += int64(n)
@@ -79,6 +88,32 @@ func (s *bodyStream) read(p []byte) (int, error) {
 		s.acct.work.sawBytes(s.b, p[:n], s.p.now())
 	}
 	return n, s.ended(err)
+}
+
+// holdFirst makes f, the body's first read (readFirst, made before the
+// head was committed), the first bytes the stream delivers; s owns its
+// buffer from now on.
+func (s *bodyStream) holdFirst(f firstChunk) {
+	if f.n > 0 {
+		s.acct.bytes += int64(f.n)
+		s.firstBuf = f.buf
+		s.pending = f.bytes()
+	}
+	switch {
+	case f.err == nil:
+	case f.n > 0 && !errors.Is(f.err, io.EOF):
+		s.deferred = f.err // reported once the bytes are delivered
+	default:
+		_ = s.ended(f.err)
+	}
+}
+
+// releaseFirst returns the held first chunk's buffer, if any.
+func (s *bodyStream) releaseFirst() {
+	if s.firstBuf != nil {
+		releasePumpBuf(s.firstBuf)
+		s.firstBuf = nil
+	}
 }
 
 // ended records how an upstream read ended: nil goes on, io.EOF is the
@@ -130,6 +165,8 @@ func (s *bodyStream) finish() {
 		return
 	}
 	s.closed = true
+	s.pending = nil
+	s.releaseFirst()
 	_ = s.resp.CloseBodyStream()
 	fasthttp.ReleaseResponse(s.resp)
 

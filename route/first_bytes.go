@@ -1,0 +1,104 @@
+package route
+
+import (
+	"errors"
+	"io"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/probegate/probegate/breaker"
+)
+
+// The proxy holds a streamed response's head until the body's first bytes
+// arrive: a backend that sends its head and then closes, resets or falls
+// silent has answered nothing yet, and while no byte has reached the
+// client the request can still be re-picked on another backend (a close or
+// reset, within upstream.retries, under upstream.retry_on_reset, and not
+// after upstream.first_byte_timeout) or answered with the error envelope
+// (502; 504 after upstream.idle_timeout of silence) instead of an empty
+// 200. A small non-stream answer is read whole before its head is sent
+// anyway (forwardBuffered). The hold costs a stream nothing the client
+// sees: its first token is its first body byte, and the head now goes out
+// in the same write as that first chunk.
+
+// firstChunk is the first read of a response body, made before the
+// response head is committed to the client. buf (from pumpBufPool) holds
+// n bytes at buf[chunkRoom:]; err is what that read returned with them
+// (nil, io.EOF, or an upstream error to report after them). buf is nil
+// when the body ended before any byte (err is io.EOF).
+type firstChunk struct {
+	buf *[]byte
+	n   int
+	err error
+}
+
+// bytes returns the chunk's data.
+func (f *firstChunk) bytes() []byte {
+	if f.buf == nil {
+		return nil
+	}
+	return (*f.buf)[chunkRoom : chunkRoom+f.n]
+}
+
+// maxEmptyReads bounds the reads that return neither bytes nor an error
+// (bufio gives up after 100 as well).
+const maxEmptyReads = 100
+
+// readFirst waits for the first bytes of the body up. A zero-length read
+// first waits without a buffer (for a chunked body, until the first
+// chunk's size line arrives; other readers return at once), then one read
+// takes them into a pooled buffer. Each read waits at most
+// upstream.idle_timeout (deadlineConn). It returns an error only when the
+// body failed before any byte of it: then no buffer is held.
+func readFirst(up io.Reader) (firstChunk, error) {
+	if _, err := up.Read(nil); err != nil {
+		if errors.Is(err, io.EOF) {
+			return firstChunk{err: io.EOF}, nil
+		}
+		return firstChunk{}, err
+	}
+	buf := pumpBufPool.Get().(*[]byte)
+	pumpBufsHeld.Add(1)
+	for range maxEmptyReads {
+		n, err := up.Read((*buf)[chunkRoom : len(*buf)-chunkTail])
+		if n > 0 {
+			return firstChunk{buf: buf, n: n, err: err}, nil
+		}
+		if err != nil {
+			releasePumpBuf(buf)
+			if errors.Is(err, io.EOF) {
+				return firstChunk{err: io.EOF}, nil
+			}
+			return firstChunk{}, err
+		}
+	}
+	releasePumpBuf(buf)
+	return firstChunk{}, io.ErrNoProgress
+}
+
+// releasePumpBuf returns a buffer taken from pumpBufPool.
+func releasePumpBuf(buf *[]byte) {
+	pumpBufPool.Put(buf)
+	pumpBufsHeld.Add(-1)
+}
+
+// failAfterHead settles an attempt whose body failed with err after the
+// response head and before any of it reached the client: it counts against
+// the backend, and the caller re-picks the request or answers with the
+// error envelope (see retryReasonFor).
+func (p *Proxy) failAfterHead(rt *settings, b *Backend, resp *fasthttp.Response, ticket breaker.Ticket, work *workTicket, sent time.Time, err error) (failure, error) {
+	_ = resp.CloseBodyStream()
+	fasthttp.ReleaseResponse(resp)
+	p.endWork(b, work, false)
+	b.state.Finish()
+	ticket.Done(breaker.Failure)
+	if b.draining.Load() {
+		p.reap()
+	}
+	f := failure{kind: classifyBody(err), afterHead: true, late: p.now().Sub(sent) >= rt.firstByte}
+	if f.kind == failTimeout {
+		return f, errors.Join(ErrUpstreamTimeout, err)
+	}
+	return f, errors.Join(ErrUpstream, err)
+}

@@ -1,0 +1,148 @@
+package route
+
+import (
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/probegate/probegate/internal/config"
+)
+
+// Response heads a hostile backend sends before it fails.
+const (
+	hhSSEHead     = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+	hhChunkedJSON = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+	hhBigJSON     = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 40000\r\n\r\n"
+	hhSmallJSON   = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n"
+)
+
+// hhHealthy answers every request with a short SSE stream.
+func hhHealthy(t *testing.T) *rawBackend {
+	return startRawBackend(t, func(c net.Conn, _ int, _ []byte) bool {
+		_, err := io.WriteString(c, hhSSEHead+"a\r\ndata: ok\n\n\r\n0\r\n\r\n")
+		return err == nil
+	})
+}
+
+// hhFails is a backend that sends head (and body, possibly part of it),
+// waits pause, then closes the connection, with a reset when rst is set.
+func hhFails(t *testing.T, head string, pause time.Duration, rst bool) *rawBackend {
+	return startRawBackend(t, func(c net.Conn, _ int, _ []byte) bool {
+		_, _ = io.WriteString(c, head)
+		time.Sleep(pause)
+		if rst {
+			_ = c.(*net.TCPConn).SetLinger(0)
+		}
+		return false
+	})
+}
+
+var hhShapes = []struct {
+	name  string
+	head  string
+	pause time.Duration
+	rst   bool
+}{
+	{"sse_head_then_close", hhSSEHead, 0, false},
+	{"sse_head_then_reset", hhSSEHead, 50 * time.Millisecond, true},
+	{"chunked_json_head_then_close", hhChunkedJSON, 0, false},
+	{"big_json_head_then_close", hhBigJSON, 0, false},
+	{"big_json_head_then_reset", hhBigJSON, 50 * time.Millisecond, true},
+	{"small_json_head_then_close", hhSmallJSON, 0, false},
+	{"small_json_half_body_then_close", hhSmallJSON + strings.Repeat("x", 50), 0, false},
+}
+
+const hhReq = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
+
+// A backend that fails after its response head and before any byte of the
+// body reached the client has answered nothing another pod could not:
+// the request is re-picked (upstream.retries, counted as
+// retries_total{reason="after_head"}) and the client gets the other pod's
+// answer, never an empty 200 or an error frame.
+func TestFailureAfterTheHeadIsRetriedElsewhere(t *testing.T) {
+	for _, sh := range hhShapes {
+		t.Run(sh.name, func(t *testing.T) {
+			bad := hhFails(t, sh.head, sh.pause, sh.rst)
+			good := hhHealthy(t)
+			cfg := testConfig(bad.url(), good.url())
+			cfg.Route.Policy = "round_robin"
+			tp := startProxy(t, cfg)
+			for i := range 4 {
+				r := rawDo(t, tp.addr, hhReq)
+				if r.status != 200 || r.body != "data: ok\n\n" {
+					t.Fatalf("request %d: %d %q, want the healthy pod's 200 stream", i, r.status, r.body)
+				}
+			}
+			hits := float64(len(bad.requests()))
+			if hits == 0 {
+				t.Fatal("the failing backend got no request: the test tested nothing")
+			}
+			if got := rtRetries(t, tp, "after_head"); got != hits {
+				t.Fatalf("retries_total{reason=after_head} = %v, want %v (one per failed attempt)", got, hits)
+			}
+		})
+	}
+}
+
+// With nowhere to go (one backend, or upstream.retries 0), the client gets
+// the 502 envelope instead of an empty 200.
+func TestFailureAfterTheHeadWithoutRetryIsAnEnvelope(t *testing.T) {
+	for _, sh := range hhShapes {
+		t.Run(sh.name, func(t *testing.T) {
+			bad := hhFails(t, sh.head, sh.pause, sh.rst)
+			tp := startProxy(t, testConfig(bad.url()))
+			r := rawDo(t, tp.addr, hhReq)
+			if r.status != 502 || !strings.Contains(r.body, `"code":502`) {
+				t.Fatalf("got %d %q, want the 502 envelope", r.status, r.body)
+			}
+		})
+	}
+}
+
+// A head, then silence: the client gets the 504 envelope once
+// upstream.idle_timeout passes, and the request, which waited past
+// first_byte_timeout, is not sent again. A head, silence past
+// first_byte_timeout, then a close: 502, not resent either.
+func TestHeadThenStallIsNotRetried(t *testing.T) {
+	stallCfg := func(urls ...string) *config.Config {
+		cfg := testConfig(urls...)
+		cfg.Route.Policy = "round_robin"
+		cfg.Upstream.FirstByteTimeout = config.Duration(300 * time.Millisecond)
+		cfg.Upstream.IdleTimeout = config.Duration(600 * time.Millisecond)
+		return cfg
+	}
+	t.Run("silent", func(t *testing.T) {
+		bad := hhFails(t, hhSSEHead, 1500*time.Millisecond, false)
+		tp := startProxy(t, stallCfg(bad.url()))
+		start := time.Now()
+		r := rawDo(t, tp.addr, hhReq)
+		if r.status != 504 || !strings.Contains(r.body, `"code":504`) {
+			t.Fatalf("got %d %q, want the 504 envelope", r.status, r.body)
+		}
+		if d := time.Since(start); d < 600*time.Millisecond || d > 2*time.Second {
+			t.Errorf("504 after %v, want about idle_timeout (600ms)", d)
+		}
+	})
+	t.Run("close_after_first_byte_timeout", func(t *testing.T) {
+		bad := hhFails(t, hhSSEHead, 450*time.Millisecond, false)
+		good := hhHealthy(t)
+		tp := startProxy(t, stallCfg(bad.url(), good.url()))
+		for i := range 4 {
+			r := rawDo(t, tp.addr, hhReq)
+			if r.status == 200 && r.body == "data: ok\n\n" {
+				continue // the healthy pod's turn
+			}
+			if r.status != 502 || !strings.Contains(r.body, `"code":502`) {
+				t.Fatalf("request %d: %d %q, want 200 or the 502 envelope", i, r.status, r.body)
+			}
+		}
+		if len(bad.requests()) == 0 {
+			t.Fatal("the failing backend got no request")
+		}
+		if got := rtRetries(t, tp, ""); got != 0 {
+			t.Fatalf("retries_total = %v, want 0: the attempts had waited past first_byte_timeout", got)
+		}
+	})
+}
