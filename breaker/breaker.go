@@ -326,6 +326,10 @@ func (b *Breaker) Allow() (Ticket, error) {
 	}
 }
 
+// Trial reports whether t admitted one of a half-open breaker's trial
+// requests (whose Done decides whether the breaker closes).
+func (t Ticket) Trial() bool { return t.w != nil && t.w.state == HalfOpen }
+
 // Done reports the outcome of the request t admitted. It must be called
 // exactly once per admitted request.
 func (t Ticket) Done(o Outcome) {

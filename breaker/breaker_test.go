@@ -455,3 +455,27 @@ func BenchmarkAvailableParallel(b *testing.B) {
 		}
 	})
 }
+
+// Trial tells a half-open breaker's trial tickets from the others.
+func TestTicketTrial(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := New("b", cfg(1, 1, time.Second), nil, nil)
+		tk, _ := b.Allow()
+		if tk.Trial() {
+			t.Fatal("a closed breaker's ticket is a trial")
+		}
+		tk.Done(Failure)
+		if (Ticket{}).Trial() {
+			t.Fatal("the zero ticket is a trial")
+		}
+		time.Sleep(time.Second + time.Millisecond)
+		tk, err := b.Allow()
+		if err != nil || !tk.Trial() {
+			t.Fatalf("after open_for: trial %v, err %v; want a trial", tk.Trial(), err)
+		}
+		tk.Done(Success)
+		if b.State() != Closed {
+			t.Fatalf("state %v after a successful trial", b.State())
+		}
+	})
+}

@@ -1,8 +1,11 @@
 package route
 
 import (
+	"bytes"
 	"io"
+	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -99,4 +102,68 @@ func TestHungEngineWithLiveMetricsStillOpensItsBreaker(t *testing.T) {
 		t.Fatalf("breaker %s after %d timeouts of a hung pod, want open", st, cfg.Breaker.ConsecutiveFailures)
 	}
 	envelope(t, post(t, url, ftBody(1, false)), 503)
+}
+
+// A long stream that happens to be a half-open breaker's trial does not
+// keep the backend out of everyone's picks for as long as the client's
+// generation runs: the trial is decided by the answer's first bytes.
+// Before, with one trial slot, every other request got 503 until the
+// stream ended.
+func TestLongStreamAsHalfOpenTrialDoesNotHoldTheBackend(t *testing.T) {
+	release := make(chan struct{})
+	var failing atomic.Bool
+	failing.Store(true)
+	up := startRawBackend(t, func(c net.Conn, _ int, head []byte) bool {
+		switch {
+		case failing.Load():
+			_, err := io.WriteString(c, "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n")
+			return err == nil
+		case bytes.HasPrefix(head, []byte("POST /stream ")):
+			if _, err := io.WriteString(c, hhSSEHead+"d\r\ndata: first\n\n\r\n"); err != nil {
+				return false
+			}
+			<-release
+			_, err := io.WriteString(c, "0\r\n\r\n")
+			return err == nil
+		}
+		_, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		return err == nil
+	})
+	defer close(release)
+	cfg := testConfig(up.url())
+	tp := startProxy(t, cfg)
+	for range cfg.Breaker.ConsecutiveFailures {
+		if code := postStatus(t, tp.url("/quick"), `{}`); code != 500 {
+			t.Fatalf("status %d, want the backend's 500", code)
+		}
+	}
+	if st := tp.DebugBackends()[0].Breaker; st != "open" {
+		t.Fatalf("breaker %s, want open", st)
+	}
+	failing.Store(false)
+	time.Sleep(cfg.Breaker.OpenFor.D() + 50*time.Millisecond)
+	// The trial: a stream that goes on until release.
+	c, err := net.Dial("tcp", tp.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(c, "POST /stream HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"); err != nil {
+		t.Fatal(err)
+	}
+	var got []byte
+	buf := make([]byte, 4096)
+	for !bytes.Contains(got, []byte("data: first")) {
+		n, err := c.Read(buf)
+		if err != nil {
+			t.Fatalf("the trial stream's first frame: %v (got %q)", err, got)
+		}
+		got = append(got, buf[:n]...)
+	}
+	for i := range 3 {
+		if code := postStatus(t, tp.url("/quick"), `{}`); code != 200 {
+			t.Fatalf("request %d beside the trial stream: %d, want 200 (breaker %s)", i, code, tp.DebugBackends()[0].Breaker)
+		}
+	}
 }

@@ -152,6 +152,14 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 	}
 	p.metrics.firstByte.Observe(s.acct.firstByte.Seconds())
 	s.holdFirst(first)
+	if ticket.Trial() {
+		// A half-open breaker's trial is decided by the answer's status
+		// once its first bytes arrived: a long stream would otherwise
+		// hold the trial slot, and the backend out of everyone's picks,
+		// for as long as its client's generation runs.
+		ticket.Done(outcomeForStatus(status))
+		s.ticket = breaker.Ticket{}
+	}
 	size := resp.Header.ContentLength()
 	if size < 0 {
 		size = -1
