@@ -3,6 +3,7 @@ package route
 import (
 	"errors"
 	"io"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -21,6 +22,42 @@ import (
 // anyway (forwardBuffered). The hold costs a stream nothing the client
 // sees: its first token is its first body byte, and the head now goes out
 // in the same write as that first chunk.
+
+// maxHeldHeads bounds the responses whose head is held at once. A held
+// head keeps its request's handler waiting, with what it holds: the
+// connection's read buffer (server.max_header_bytes, 64 KiB by default),
+// the request, and the routing scratch, about 100 KiB per stream against
+// the ~15 KiB of a stream pumped at once, for as long as the model takes to
+// its first token (its queue and prefill). Past the bound a stream's head
+// goes out at once, as before the hold: such a stream is not re-picked
+// when its backend fails before the first byte (the client gets an SSE
+// error frame, or a cut body). 1,024 held heads are about 100 MiB. Not a
+// config key: it bounds memory, and changes what a client sees only under
+// more than 1,024 streams waiting for their first token at once.
+const maxHeldHeads = 1024
+
+// headHolds counts the held heads. Lock-free.
+type headHolds struct {
+	n atomic.Int64
+	// max overrides maxHeldHeads when not 0 (tests; negative: hold none).
+	max atomic.Int64
+}
+
+// take claims a hold, or reports false when maxHeldHeads are held.
+func (h *headHolds) take() bool {
+	limit := h.max.Load()
+	if limit == 0 {
+		limit = maxHeldHeads
+	}
+	if h.n.Add(1) > limit {
+		h.n.Add(-1)
+		return false
+	}
+	return true
+}
+
+// give returns a hold.
+func (h *headHolds) give() { h.n.Add(-1) }
 
 // firstChunk is the first read of a response body, made before the
 // response head is committed to the client. buf (from pumpBufPool) holds

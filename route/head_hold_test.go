@@ -146,3 +146,58 @@ func TestHeadThenStallIsNotRetried(t *testing.T) {
 		}
 	})
 }
+
+// Past maxHeldHeads, a stream's head goes out at once (as before the
+// hold), so that streams waiting for their first token cannot hold a
+// handler each without bound; under it, the head waits for the first
+// frame. Every hold is given back.
+func TestHeldHeadsAreBounded(t *testing.T) {
+	up := startRawBackend(t, func(c net.Conn, _ int, _ []byte) bool {
+		if _, err := io.WriteString(c, hhSSEHead); err != nil {
+			return false
+		}
+		time.Sleep(400 * time.Millisecond)
+		_, err := io.WriteString(c, "a\r\ndata: ok\n\n\r\n0\r\n\r\n")
+		return err == nil
+	})
+	tp := startProxy(t, testConfig(up.url()))
+	// headAt reports whether the status line arrived within 200 ms, before
+	// the first frame, and reads the stream to its end.
+	headAt := func() bool {
+		c, err := net.Dial("tcp", tp.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := io.WriteString(c, hhReq); err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		buf := make([]byte, 4096)
+		n, _ := c.Read(buf)
+		early := n > 0
+		_ = c.SetReadDeadline(time.Now().Add(3 * time.Second))
+		got := string(buf[:n])
+		for !strings.Contains(got, "0\r\n\r\n") {
+			k, err := c.Read(buf)
+			if err != nil {
+				t.Fatalf("stream: %v after %q", err, got)
+			}
+			got += string(buf[:k])
+		}
+		if !strings.HasPrefix(got, "HTTP/1.1 200") || !strings.Contains(got, "data: ok") {
+			t.Fatalf("answer %q", got)
+		}
+		return early
+	}
+	if headAt() {
+		t.Error("the head arrived before the first frame with holds to spare")
+	}
+	tp.Proxy.holds.max.Store(-1)
+	if !headAt() {
+		t.Error("the head waited for the first frame with no hold left")
+	}
+	if n := tp.Proxy.holds.n.Load(); n != 0 {
+		t.Errorf("%d holds not given back", n)
+	}
+}

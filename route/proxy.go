@@ -90,6 +90,7 @@ type Proxy struct {
 	// Lock-free counters and tables.
 	memory   Memory       // what routing remembers across pickers
 	inflight atomic.Int64 // requests whose response is not yet settled
+	holds    headHolds    // responses whose head is held (first_bytes.go)
 
 	// Control plane, guarded by mu.
 	mu        sync.Mutex

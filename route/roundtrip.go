@@ -121,12 +121,14 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 	ctx.Response.Header.SetBytesV(hdrRequestID, rc.id)
 
 	var first firstChunk
-	if up != nil && !buffered {
+	if up != nil && !buffered && p.holds.take() {
 		// Hold the head until the body's first bytes (first_bytes.go):
 		// until then a failure can still be re-picked or answered with
 		// the envelope (writeError resets the response).
 		var err error
-		if first, err = readFirst(up); err != nil {
+		first, err = readFirst(up)
+		p.holds.give()
+		if err != nil {
 			p.metrics.firstByte.Observe(firstByte.Seconds())
 			return p.failAfterHead(rt, b, resp, ticket, &work, sent, err)
 		}
