@@ -97,6 +97,11 @@ func TestFailureAfterTheHeadWithoutRetryIsAnEnvelope(t *testing.T) {
 			if r.status != 502 || !strings.Contains(r.body, `"code":502`) {
 				t.Fatalf("got %d %q, want the 502 envelope", r.status, r.body)
 			}
+			// The failed request's token work was taken back.
+			b := tp.Proxy.Pool().Backends()[0]
+			if pre, dec, _ := b.state.Work(); pre != 0 || dec != 0 {
+				t.Fatalf("pending prefill %v, decode %v after the failed request", pre, dec)
+			}
 		})
 	}
 }
