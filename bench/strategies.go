@@ -53,7 +53,7 @@ var AllStrategies = []string{RoundRobin, Random, LeastInflight, Cached, CachedAd
 // the same as probe_tokens and cached_tokens now), probe_tokens_w1_nospeed
 // (and learn_speed false), probe_tokens_w0 (waiting_weight 0, the
 // behaviour of probe_tokens before), probe_learned (route.load.pod_speed
-// 0: the learned speed alone, the behaviour until issue 13 session 6),
+// 0: the learned speed alone; the default, so the same as probe),
 // probe_podhalf (pod_speed 0.5), probe_pod (pod_speed 1: the pod-reported
 // speed wherever known).
 var ExtraStrategies = []string{"probe_learned", "probe_podhalf", "probe_pod", "probe_d3", "probe_d2q2", "probe_d3q3", "probe_d4q2", "probe_d4q4", "probe_d8q8", "probe_q2", "probe_load", "probe_jsq", "oracle_jsq", "probe_requests", "cached_tokens", "probe_tokens", "probe_dw0", "probe_dw4", "probe_nospeed", "cached_tokens_nospeed", "oracle_nospeed", "probe_speed", "probe_speed1", "cached_speed", "oracle_speed", "probe_tokens_w1", "cached_tokens_w1", "probe_tokens_w1_nospeed", "probe_tokens_w0"}

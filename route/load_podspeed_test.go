@@ -62,7 +62,7 @@ func podReports(t *testing.T, slowdown float64) []probe.Load {
 // scores the pod it never timed at the mean of the ones it did, a tie.
 func TestTwoProxiesWithDisjointDispatchSeeTheSlowPod(t *testing.T) {
 	reports := [2][]probe.Load{podReports(t, 1), podReports(t, 2)}
-	for _, podSpeed := range []float64{config.DefaultPodSpeed, 1, 0} {
+	for _, podSpeed := range []float64{0.5, 1, 0} {
 		for proxy := range 2 {
 			pool, bs := testPool(2)
 			for i, b := range bs {

@@ -50,9 +50,12 @@ type LoadModel struct {
 	SpeedBand float64 `yaml:"speed_band"`
 }
 
-// DefaultPodSpeed is route.load.pod_speed's default (bench/README.md,
+// DefaultPodSpeed is route.load.pod_speed's default: off. In the live
+// bench's trace replay on the hetero fleet at R=8, probe with pod_speed 0.5
+// had 1.47x the p99 TTFT of the learned speed alone (7,227 vs 4,902 ms, 3
+// seeds, every seed worse), while fleetsim showed +-1% (bench/README.md,
 // issue 13 session 6).
-const DefaultPodSpeed = 0.5
+const DefaultPodSpeed = 0.0
 
 func defaultLoad() LoadModel {
 	return LoadModel{Mode: LoadTokens, DecodeWeight: 0, RunningWeight: 1, WaitingWeight: 1, LearnSpeed: true, PodSpeed: DefaultPodSpeed, DefaultOutputTokens: 128}
