@@ -52,9 +52,9 @@ type LoadModel struct {
 
 // DefaultPodSpeed is route.load.pod_speed's default: off. In the live
 // bench's trace replay on the hetero fleet at R=8, probe with pod_speed 0.5
-// had 1.47x the p99 TTFT of the learned speed alone (7,227 vs 4,902 ms, 3
-// seeds, every seed worse), while fleetsim showed +-1% (bench/README.md,
-// issue 13 session 6).
+// had 1.19x the p99 TTFT of the learned speed alone per seed (6 seeds; one
+// hold of 3 seeds 1.47x, every seed worse, the other 0.87x), a tie at R=1,
+// while fleetsim showed +-1% (bench/README.md, issue 13 session 6).
 const DefaultPodSpeed = 0.0
 
 func defaultLoad() LoadModel {
