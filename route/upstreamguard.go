@@ -80,8 +80,11 @@ const maxHeldRequest = 4 << 10
 
 // heldRequests holds requests between their write and the first read of
 // their answer. A pool, not a buffer per connection: an idle stream holds
-// its upstream connection for minutes and must not hold this too.
-var heldRequests = sync.Pool{New: func() any { b := make([]byte, 0, maxHeldRequest); return &b }}
+// its upstream connection for minutes and must not hold this too. Its
+// buffers start empty and grow to the requests they hold, so that what a
+// burst of concurrent requests leaves in the pool is the size of those
+// requests, not maxHeldRequest each.
+var heldRequests = sync.Pool{New: func() any { return new([]byte) }}
 
 // sockHolder is the current connection; tc and rec are set when it is TLS
 // (tc is Conn, over rec). It is read and written through raw (see
