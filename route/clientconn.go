@@ -4,6 +4,8 @@ import (
 	"io"
 	"net"
 	"sync/atomic"
+
+	"github.com/probegate/probegate/internal/rawconn"
 )
 
 // clientListener wraps every accepted client connection in a clientConn,
@@ -22,7 +24,7 @@ func (l clientListener) Accept() (net.Conn, error) {
 // newClientConn wraps socket c; pre is what was read from it already.
 func newClientConn(c net.Conn, pre []byte) *clientConn {
 	cc := &clientConn{Conn: c, pre: pre}
-	cc.raw.reset(c)
+	cc.raw.Reset(c)
 	return cc
 }
 
@@ -38,7 +40,7 @@ type clientConn struct {
 	detached      atomic.Bool
 	lingerOnClose atomic.Bool // close with a lingering close (see linger.go)
 	pre           []byte
-	raw           rawSocket // reads and writes c.Conn where it can (see rawSocket)
+	raw           rawconn.Socket // reads and writes c.Conn where it can (see rawconn.Socket)
 
 	// Its slot in the proxy's connSet while tracked.
 	tracked    atomic.Bool
@@ -51,10 +53,10 @@ func (c *clientConn) Read(b []byte) (int, error) {
 		c.pre = c.pre[n:]
 		return n, nil
 	}
-	return c.raw.read(b)
+	return c.raw.Read(b)
 }
 
-func (c *clientConn) Write(b []byte) (int, error) { return c.raw.write(b) }
+func (c *clientConn) Write(b []byte) (int, error) { return c.raw.Write(b) }
 
 // Close closes the socket unless the connection was detached. After a
 // refusal (closeAfterRefusal) the first Close lingers before it closes; a

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/probegate/probegate/internal/rawconn"
 )
 
 // An SSE stream is pumped over the hijacked client connection rather than
@@ -39,7 +41,7 @@ type hijackState struct {
 	head    *[]byte                // response header block, written first
 	cc      *clientConn            // the connection as fasthttp holds it
 	raw     net.Conn               // its socket, which the pump writes to
-	w       *rawSocket             // how the pump writes: the clientConn's rawSocket
+	w       *rawconn.Socket        // how the pump writes: the clientConn's raw socket
 	reg     hijackEntry            // its registration (hijack_registry.go)
 }
 
@@ -232,7 +234,7 @@ func (s *bodyStream) write(b []byte) bool {
 	if t, ok := s.writeBy.due(time.Now(), s.idle); ok {
 		s.writeBy.armed(s.client.SetWriteDeadline(t), t)
 	}
-	_, err := s.hj.w.write(b)
+	_, err := s.hj.w.Write(b)
 	return err == nil
 }
 

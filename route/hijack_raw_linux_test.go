@@ -12,7 +12,7 @@ import (
 
 // TestHijackedPumpWritesRaw: a stream pumped over a hijacked TCP client
 // connection writes through the raw socket of its clientConn (raw
-// write(2) calls, see rawSocket and hijackState.w), and the client gets
+// write(2) calls, see rawconn.Socket and hijackState.w), and the client gets
 // every frame and the end of the stream.
 func TestHijackedPumpWritesRaw(t *testing.T) {
 	release := make(chan struct{})
@@ -33,7 +33,7 @@ func TestHijackedPumpWritesRaw(t *testing.T) {
 	streams := 0
 	tp.hijacks.each(func(e *hijackEntry) {
 		streams++
-		if w := e.s.hj.w; w == nil || !w.ok() {
+		if w := e.s.hj.w; w == nil || !w.OK() {
 			t.Errorf("the pump writes through %+v, want the clientConn's raw socket", w)
 		}
 	})

@@ -15,7 +15,7 @@ import (
 // 20 µs until the proxy is idle again. The peek runs before a request
 // longer than one write (or over TLS) on a reused upstream connection
 // (upstreamguard.go; a shorter one is checked by a read inside
-// rawSocket.exchange), and after each hijacked stream (waitReadable); it
+// rawconn.Socket.Exchange), and after each hijacked stream (waitReadable); it
 // was the request path's only such call: under wrk, the wake-ups and
 // sysmon's polling were about a quarter of the proxy's context switches.
 func peekFD(fd uintptr, buf []byte) (int, error) {

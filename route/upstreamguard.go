@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/probegate/probegate/internal/rawconn"
 )
 
 // guardedConn is an upstream connection that is never reused in a state
@@ -25,10 +27,10 @@ import (
 //     tunnel can never be pooled; the handler answers that client with an
 //     error (see errSwitchingProtocols).
 //
-// On a plain TCP socket where raw system calls are used (rawSocket), a
+// On a plain TCP socket where raw system calls are used (rawconn.Socket), a
 // request that arrives in one write (what fasthttp's writer flushes for a
 // request up to its buffer size) is held back until the first read and
-// sent from there (rawSocket.exchange): the check before a reuse is then a
+// sent from there (rawconn.Socket.Exchange): the check before a reuse is then a
 // read(2) that must find nothing, followed by the write, and the answer is
 // waited for before it is read. A request longer than that goes out as it
 // is written, after the check (a peek). A held request's send can fail
@@ -88,13 +90,13 @@ var heldRequests = sync.Pool{New: func() any { return new([]byte) }}
 
 // sockHolder is the current connection; tc and rec are set when it is TLS
 // (tc is Conn, over rec). It is read and written through raw (see
-// rawSocket: raw system calls on a plain TCP socket, Conn's own methods
+// rawconn.Socket: raw system calls on a plain TCP socket, Conn's own methods
 // otherwise).
 type sockHolder struct {
 	net.Conn
 	tc  *tls.Conn
 	rec *recordConn
-	raw rawSocket
+	raw rawconn.Socket
 }
 
 func newGuardedConn(c net.Conn, dial func() (net.Conn, error)) *guardedConn {
@@ -106,7 +108,7 @@ func newGuardedConn(c net.Conn, dial func() (net.Conn, error)) *guardedConn {
 // use makes c the current connection and returns the one it replaces.
 func (g *guardedConn) use(c net.Conn) *sockHolder {
 	h := &sockHolder{Conn: c}
-	h.raw.reset(c)
+	h.raw.Reset(c)
 	raw := c
 	if tc, ok := c.(*tls.Conn); ok {
 		if rec, ok := tc.NetConn().(*recordConn); ok {
@@ -145,7 +147,7 @@ func (g *guardedConn) Write(p []byte) (int, error) {
 				return 0, redialError(err)
 			}
 		}
-		if len(p) <= maxHeldRequest && g.sock.Load().raw.ok() {
+		if len(p) <= maxHeldRequest && g.sock.Load().raw.OK() {
 			// Sent by the first Read, unless more follows.
 			b := heldRequests.Get().(*[]byte)
 			*b = append((*b)[:0], p...)
@@ -160,14 +162,14 @@ func (g *guardedConn) Write(p []byte) (int, error) {
 		// first, the way a request that was not held does.
 		err := g.check()
 		if err == nil {
-			_, err = g.sock.Load().raw.write(*g.held)
+			_, err = g.sock.Load().raw.Write(*g.held)
 		}
 		g.release()
 		if err != nil {
 			return 0, err
 		}
 	}
-	return g.sock.Load().raw.write(p)
+	return g.sock.Load().raw.Write(p)
 }
 
 // check replaces a connection that carried a response when it holds
@@ -194,22 +196,22 @@ func (g *guardedConn) release() {
 }
 
 // send writes the held request and reads the first bytes of its answer
-// into p (rawSocket.exchange), after the check before a reuse; a socket
+// into p (rawconn.Socket.Exchange), after the check before a reuse; a socket
 // that fails the check is replaced and the request sent on the new one.
 // When the request cannot be sent, sendErr says why.
 func (g *guardedConn) send(p []byte) (int, error) {
 	defer g.release()
 	for {
-		n, res, err := g.sock.Load().raw.exchange(*g.held, p, g.used)
+		n, res, err := g.sock.Load().raw.Exchange(*g.held, p, g.used)
 		switch res {
-		case unusable:
+		case rawconn.Unusable:
 			// A fresh socket is not checked: the loop ends.
 			if err := g.redial(); err != nil {
 				g.sendErr = redialError(err)
 				return 0, g.sendErr
 			}
 			continue
-		case notSent:
+		case rawconn.NotSent:
 			g.sendErr = err
 		}
 		return n, err
@@ -262,7 +264,7 @@ func (g *guardedConn) Read(p []byte) (int, error) {
 	if g.held != nil && len(p) > 0 {
 		n, err = g.send(p)
 	} else {
-		n, err = g.sock.Load().raw.read(p)
+		n, err = g.sock.Load().raw.Read(p)
 	}
 	h := g.sock.Load()
 	if err != nil && g.tlsd != nil {

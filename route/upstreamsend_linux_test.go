@@ -244,26 +244,6 @@ func TestHeldRequestSendFailures(t *testing.T) {
 	})
 }
 
-// TestExchangeLargeRequest: exchange finishes a request the socket could
-// not take at once (with a wait for writability) and then reads the
-// answer.
-func TestExchangeLargeRequest(t *testing.T) {
-	a, _, ca, cb := rawPair(t)
-	req := bytes.Repeat([]byte("z"), 8<<20)
-	go func() {
-		got, err := io.ReadAll(io.LimitReader(cb, int64(len(req))))
-		if err == nil && len(got) == len(req) {
-			_, _ = cb.Write([]byte("done"))
-		}
-	}()
-	_ = ca.SetDeadline(time.Now().Add(10 * time.Second))
-	buf := make([]byte, 16)
-	n, res, err := a.exchange(req, buf, true)
-	if res != exchanged || err != nil || string(buf[:n]) != "done" {
-		t.Fatalf("exchange: %d %q %v %v", res, buf[:n], n, err)
-	}
-}
-
 // A request held back on a pooled connection the pod reset (it restarted)
 // fails in its write, inside the first read: fasthttp calls that a
 // connection closed before the first byte, but the request never left, so

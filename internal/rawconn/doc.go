@@ -1,6 +1,9 @@
-// Package rawconn wraps a TCP connection so that its Read and Write are
-// raw read(2) and write(2) system calls (on Linux), for the proxy's own
-// short exchanges outside the forwarding path: probes and scrapes.
+// Package rawconn reads and writes TCP sockets with raw read(2) and
+// write(2) system calls (on Linux). Socket is the one implementation: route
+// embeds it in its client and upstream connections (Socket.Exchange sends
+// an upstream request from inside the read that waits for its answer), and
+// Conn wraps it as a net.Conn for the proxy's own short exchanges, probes
+// and scrapes.
 //
 // A plain net.Conn Read or Write enters the runtime's "in a system call"
 // state. When the process had been idle a moment before (a proxy that
@@ -12,6 +15,5 @@
 // non-blocking socket never sleeps in the kernel, keeps its processor,
 // and at EAGAIN parks on the runtime's poller exactly as the net
 // package's own Read and Write do (through syscall.RawConn, which also
-// honours deadlines and Close). route's rawSocket applies the same
-// technique to the forwarded client and upstream sockets.
+// honours deadlines and Close).
 package rawconn

@@ -86,6 +86,21 @@ func TestConnLikeNet(t *testing.T) {
 		t.Fatalf("Read after Close: %v, want net.ErrClosed", err)
 	}
 
+	// Close while a read waits ends the read with net.ErrClosed.
+	c, _ := pair(t)
+	done := make(chan error, 1)
+	go func() { _, err := c.Read(buf[:1]); done <- err }()
+	time.Sleep(20 * time.Millisecond)
+	c.Close()
+	select {
+	case err := <-done:
+		if !errors.Is(err, net.ErrClosed) {
+			t.Fatalf("Read cut by Close: %v, want net.ErrClosed", err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("Close did not end a waiting raw read")
+	}
+
 	// Writing to a peer that closed: a "write" error with the errno
 	// (EPIPE or ECONNRESET), once the reset has come back.
 	var werr error
@@ -174,4 +189,47 @@ func TestWrapKeepsOtherConns(t *testing.T) {
 	if c, err := DialTimeout(addr, time.Second); err == nil || c != nil {
 		t.Fatalf("dial to a closed port: %v, %v", c, err)
 	}
+}
+
+// TestExchangeLargeRequest: Exchange finishes a request the socket could
+// not take at once (with a wait for writability) and then reads the
+// answer.
+func TestExchangeLargeRequest(t *testing.T) {
+	a, cb := pair(t)
+	req := bytes.Repeat([]byte("z"), 8<<20)
+	go func() {
+		got, err := io.ReadAll(io.LimitReader(cb, int64(len(req))))
+		if err == nil && len(got) == len(req) {
+			_, _ = cb.Write([]byte("done"))
+		}
+	}()
+	_ = a.SetDeadline(time.Now().Add(10 * time.Second))
+	buf := make([]byte, 16)
+	n, res, err := a.s.Exchange(req, buf, true)
+	if res != Exchanged || err != nil || string(buf[:n]) != "done" {
+		t.Fatalf("exchange: %d %q %v %v", res, buf[:n], n, err)
+	}
+}
+
+// BenchmarkRawSocket compares a write and read of a small message on a
+// loopback connection, raw against net.Conn.
+func BenchmarkRawSocket(b *testing.B) {
+	msg, buf := []byte("ping"), make([]byte, 16)
+	b.Run("raw", func(b *testing.B) {
+		x, y := pair(b)
+		b.ReportAllocs()
+		for b.Loop() {
+			x.Write(msg)
+			y.Read(buf)
+		}
+	})
+	b.Run("net", func(b *testing.B) {
+		x, y := pair(b)
+		xn, yn := x.s.c, y.s.c
+		b.ReportAllocs()
+		for b.Loop() {
+			xn.Write(msg)
+			yn.Read(buf)
+		}
+	})
 }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package route
+package rawconn
 
 import (
 	"io"
@@ -10,7 +10,7 @@ import (
 	"unsafe"
 )
 
-// rawSocket reads and writes a TCP socket with raw system calls instead of
+// Socket reads and writes a TCP socket with raw system calls instead of
 // the net package's. The socket is non-blocking (the net package set it
 // so), so a read or write never sleeps in the kernel: when it would block
 // it returns EAGAIN and the goroutine parks on the runtime's poller as
@@ -29,7 +29,7 @@ import (
 //
 // Callers hold the connection's direction (one reader, one writer at a
 // time), as net.Conn users do; the fields below are per direction.
-type rawSocket struct {
+type Socket struct {
 	c             net.Conn
 	rc            syscall.RawConn
 	rfn, wfn, xfn func(fd uintptr) bool
@@ -39,13 +39,13 @@ type rawSocket struct {
 	wbuf          []byte
 	wn            int
 	werr          syscall.Errno
-	xstage        exchangeStage // exchange's progress
+	xstage        exchangeStage // Exchange's progress
 }
 
-// reset points s at c; it reports false when c has no file descriptor
+// Reset points s at c; it reports false when c has no file descriptor
 // (say, a TLS connection or a test's net.Pipe): s then reads and writes
 // through c's own Read and Write.
-func (s *rawSocket) reset(c net.Conn) bool {
+func (s *Socket) Reset(c net.Conn) bool {
 	s.c, s.rc = c, nil
 	sc, ok := c.(syscall.Conn)
 	if !ok {
@@ -64,10 +64,10 @@ func (s *rawSocket) reset(c net.Conn) bool {
 	return true
 }
 
-// ok reports whether s uses raw system calls.
-func (s *rawSocket) ok() bool { return s.rc != nil }
+// OK reports whether s uses raw system calls.
+func (s *Socket) OK() bool { return s.rc != nil }
 
-func (s *rawSocket) readFD(fd uintptr) bool {
+func (s *Socket) readFD(fd uintptr) bool {
 	for {
 		n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&s.rbuf[0])), uintptr(len(s.rbuf)))
 		switch e {
@@ -85,7 +85,7 @@ func (s *rawSocket) readFD(fd uintptr) bool {
 	}
 }
 
-func (s *rawSocket) writeFD(fd uintptr) bool {
+func (s *Socket) writeFD(fd uintptr) bool {
 	for s.wn < len(s.wbuf) {
 		rest := s.wbuf[s.wn:]
 		n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&rest[0])), uintptr(len(rest)))
@@ -103,7 +103,7 @@ func (s *rawSocket) writeFD(fd uintptr) bool {
 	return true
 }
 
-// exchangeStage is how far an exchange got.
+// exchangeStage is how far an Exchange got.
 type exchangeStage uint8
 
 const (
@@ -113,22 +113,13 @@ const (
 	xAwait                      // the request is written: reading the answer
 )
 
-// exchangeResult is what an exchange did with the request.
-type exchangeResult uint8
-
-const (
-	exchanged exchangeResult = iota // the request was written whole; n and err are the read's
-	unusable                        // the socket had stray bytes or was closed by its peer: nothing was written
-	notSent                         // writing failed (err): the request never left whole
-)
-
-// exchange writes req and reads the first bytes of the answer into p, in
+// Exchange writes req and reads the first bytes of the answer into p, in
 // one RawConn.Read, so that the read waits on the poller first instead of
 // trying read(2) on a socket that cannot have the answer yet (an EAGAIN
 // read per request saved). With check, it first makes sure the socket
 // holds nothing from an earlier exchange and that its peer did not close
-// it: a read(2) that must say EAGAIN (upstreamguard's guarantee). Its
-// results, as read's, are net.Conn's.
+// it: a read(2) that must say EAGAIN (route's upstream guard relies on
+// it). Its results, as Read's, are net.Conn's.
 //
 // Waiting before reading is safe only because of the order: RawConn.Read
 // clears the socket's readiness before it calls exchangeFD, and the
@@ -137,8 +128,8 @@ const (
 // and exchangeFD writes it after the clear; bytes from before it are what
 // the check reads. A write the socket cannot take whole at once is
 // finished outside (with a wait for writability and the write deadline),
-// and the answer then read as read does.
-func (s *rawSocket) exchange(req, p []byte, check bool) (int, exchangeResult, error) {
+// and the answer then read as Read does.
+func (s *Socket) Exchange(req, p []byte, check bool) (int, ExchangeResult, error) {
 	s.rbuf, s.rn, s.rerr = p, 0, 0
 	s.wbuf, s.wn, s.werr = req, 0, 0
 	s.xstage = xSend
@@ -150,32 +141,32 @@ func (s *rawSocket) exchange(req, p []byte, check bool) (int, exchangeResult, er
 	s.rbuf, s.wbuf = nil, nil
 	switch {
 	case stage == xStray:
-		return 0, unusable, nil
+		return 0, Unusable, nil
 	case stage < xAwait && err != nil:
 		// A deadline or Close before the request was written whole.
-		return 0, notSent, rawOpError(err, "write")
+		return 0, NotSent, opError(err, "write")
 	case stage < xAwait && werr != 0:
-		return 0, notSent, s.errnoError("write", werr)
+		return 0, NotSent, s.errnoError("write", werr)
 	case stage < xAwait:
 		// The socket buffer took only part of it.
-		if _, err := s.write(req[wn:]); err != nil {
-			return 0, notSent, err
+		if _, err := s.Write(req[wn:]); err != nil {
+			return 0, NotSent, err
 		}
-		n, err := s.read(p)
-		return n, exchanged, err
+		n, err := s.Read(p)
+		return n, Exchanged, err
 	case err != nil:
-		return 0, exchanged, rawOpError(err, "read")
+		return 0, Exchanged, opError(err, "read")
 	case rerr != 0:
-		return 0, exchanged, s.errnoError("read", rerr)
+		return 0, Exchanged, s.errnoError("read", rerr)
 	case n == 0:
-		return 0, exchanged, io.EOF
+		return 0, Exchanged, io.EOF
 	}
-	return n, exchanged, nil
+	return n, Exchanged, nil
 }
 
-// exchangeFD is exchange's RawConn.Read callback: the check, the write,
+// exchangeFD is Exchange's RawConn.Read callback: the check, the write,
 // then the reads of the answer.
-func (s *rawSocket) exchangeFD(fd uintptr) bool {
+func (s *Socket) exchangeFD(fd uintptr) bool {
 	if s.xstage == xCheck {
 		for {
 			_, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&s.rbuf[0])), uintptr(len(s.rbuf)))
@@ -195,7 +186,7 @@ func (s *rawSocket) exchangeFD(fd uintptr) bool {
 	}
 	if s.xstage == xSend {
 		if !s.writeFD(fd) || s.werr != 0 {
-			return true // EAGAIN partway or an error: exchange goes on outside
+			return true // EAGAIN partway or an error: Exchange goes on outside
 		}
 		s.xstage = xAwait
 		return false // wait for the answer: it cannot have arrived before the write
@@ -203,9 +194,9 @@ func (s *rawSocket) exchangeFD(fd uintptr) bool {
 	return s.readFD(fd)
 }
 
-// read is net.Conn.Read with a raw read(2), same results: io.EOF when the
+// Read is net.Conn.Read with a raw read(2), same results: io.EOF when the
 // peer closed, a *net.OpError "read" otherwise (timeouts included).
-func (s *rawSocket) read(p []byte) (int, error) {
+func (s *Socket) Read(p []byte) (int, error) {
 	if s.rc == nil {
 		return s.c.Read(p)
 	}
@@ -218,7 +209,7 @@ func (s *rawSocket) read(p []byte) (int, error) {
 	s.rbuf = nil
 	switch {
 	case err != nil:
-		return 0, rawOpError(err, "read")
+		return 0, opError(err, "read")
 	case e != 0:
 		return 0, s.errnoError("read", e)
 	case n == 0:
@@ -227,8 +218,8 @@ func (s *rawSocket) read(p []byte) (int, error) {
 	return n, nil
 }
 
-// write is net.Conn.Write with raw write(2) calls: all of p, or an error.
-func (s *rawSocket) write(p []byte) (int, error) {
+// Write is net.Conn.Write with raw write(2) calls: all of p, or an error.
+func (s *Socket) Write(p []byte) (int, error) {
 	if s.rc == nil {
 		return s.c.Write(p)
 	}
@@ -241,7 +232,7 @@ func (s *rawSocket) write(p []byte) (int, error) {
 	s.wbuf = nil
 	switch {
 	case err != nil:
-		return n, rawOpError(err, "write")
+		return n, opError(err, "write")
 	case e != 0:
 		return n, s.errnoError("write", e)
 	}
@@ -250,13 +241,13 @@ func (s *rawSocket) write(p []byte) (int, error) {
 
 // errnoError is net's error for a read(2) or write(2) (op) that failed
 // with e on this socket.
-func (s *rawSocket) errnoError(op string, e syscall.Errno) error {
+func (s *Socket) errnoError(op string, e syscall.Errno) error {
 	return &net.OpError{Op: op, Net: "tcp", Source: s.c.LocalAddr(), Addr: s.c.RemoteAddr(), Err: os.NewSyscallError(op, e)}
 }
 
-// rawOpError names a RawConn failure (a deadline, a closed connection) as
+// opError names a RawConn failure (a deadline, a closed connection) as
 // the plain call would: Op "read" or "write", not "raw-read".
-func rawOpError(err error, op string) error {
+func opError(err error, op string) error {
 	if oe, ok := err.(*net.OpError); ok {
 		oe.Op = op
 	}
