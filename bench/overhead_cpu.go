@@ -51,24 +51,7 @@ func taskSched(dir string, t *schedTimes) {
 // processes of process group pgid (0: none).
 func groupSched(pgid int) schedTimes {
 	var t schedTimes
-	if pgid <= 0 {
-		return t
-	}
-	want := strconv.Itoa(pgid)
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, p := range stats {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		i := strings.LastIndexByte(string(b), ')')
-		if i < 0 {
-			continue
-		}
-		if f := strings.Fields(string(b[i+1:])); len(f) > 2 && f[2] == want {
-			taskSched(filepath.Dir(p), &t)
-		}
-	}
+	eachGroupProc(pgid, func(dir string, _ []string) { taskSched(dir, &t) })
 	return t
 }
 

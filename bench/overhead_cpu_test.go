@@ -57,8 +57,9 @@ func TestShare(t *testing.T) {
 	}
 }
 
-// The scheduler totals come from every thread of a process group and of
-// this process: a spinning child shows its CPU as it runs.
+// The scheduler totals and the stat CPU times come from every thread of a
+// process group and of this process: a spinning child shows its CPU as it
+// runs.
 func TestGroupSched(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("/proc schedstat is Linux's")
@@ -73,12 +74,20 @@ func TestGroupSched(t *testing.T) {
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && last.cpu < 100*time.Millisecond; time.Sleep(20 * time.Millisecond) {
 		last = groupSched(pgid)
 	}
+	// /proc/PID/stat's utime+stime (clock ticks) agree with schedstat.
+	var ticks time.Duration
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && ticks < 100*time.Millisecond; time.Sleep(20 * time.Millisecond) {
+		ticks = groupCPU(pgid)
+	}
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	_ = cmd.Wait()
 	if last.cpu < 100*time.Millisecond {
 		t.Fatalf("the spinning group used %v of CPU by schedstat, want >= 100ms", last.cpu)
 	}
-	if groupSched(0) != (schedTimes{}) {
+	if ticks < 100*time.Millisecond {
+		t.Fatalf("the spinning group used %v of CPU by /proc/PID/stat, want >= 100ms", ticks)
+	}
+	if groupSched(0) != (schedTimes{}) || groupCPU(0) != 0 {
 		t.Fatal("process group 0 counted")
 	}
 	if s := selfSched(); s.cpu <= 0 {
