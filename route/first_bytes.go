@@ -95,8 +95,7 @@ func readFirst(up io.Reader) (firstChunk, error) {
 		}
 		return firstChunk{}, err
 	}
-	buf := pumpBufPool.Get().(*[]byte)
-	pumpBufsHeld.Add(1)
+	buf := takePumpBuf()
 	for range maxEmptyReads {
 		n, err := up.Read((*buf)[chunkRoom : len(*buf)-chunkTail])
 		if n > 0 {
@@ -114,7 +113,13 @@ func readFirst(up io.Reader) (firstChunk, error) {
 	return firstChunk{}, io.ErrNoProgress
 }
 
-// releasePumpBuf returns a buffer taken from pumpBufPool.
+// takePumpBuf takes a buffer from pumpBufPool, counted in pumpBufsHeld.
+func takePumpBuf() *[]byte {
+	pumpBufsHeld.Add(1)
+	return pumpBufPool.Get().(*[]byte)
+}
+
+// releasePumpBuf returns a buffer taken with takePumpBuf.
 func releasePumpBuf(buf *[]byte) {
 	pumpBufPool.Put(buf)
 	pumpBufsHeld.Add(-1)
@@ -125,14 +130,7 @@ func releasePumpBuf(buf *[]byte) {
 // the backend, and the caller re-picks the request or answers with the
 // error envelope (see retryReasonFor).
 func (p *Proxy) failAfterHead(rt *settings, b *Backend, resp *fasthttp.Response, ticket breaker.Ticket, work *workTicket, sent time.Time, err error) (failure, error) {
-	_ = resp.CloseBodyStream()
-	fasthttp.ReleaseResponse(resp)
-	p.endWork(b, work, false)
-	b.state.Finish()
-	ticket.Done(breaker.Failure)
-	if b.draining.Load() {
-		p.reap()
-	}
+	p.abandon(b, resp, ticket, work, breaker.Failure)
 	f := failure{kind: classifyBody(err), afterHead: true, late: p.now().Sub(sent) >= rt.firstByte}
 	if f.kind == failTimeout {
 		return f, errors.Join(ErrUpstreamTimeout, err)

@@ -185,8 +185,7 @@ func pipelined(hjc, raw net.Conn) (pre []byte, keep bool) {
 func (s *bodyStream) pump(pre []byte, keep, ok bool) {
 	for ok {
 		s.wait()
-		buf := pumpBufPool.Get().(*[]byte)
-		pumpBufsHeld.Add(1)
+		buf := takePumpBuf()
 		b := *buf
 		n, err := s.read(b[chunkRoom : len(b)-chunkTail])
 		start, end := chunkRoom, chunkRoom+n
@@ -204,8 +203,7 @@ func (s *bodyStream) pump(pre []byte, keep, ok bool) {
 		if ok && end > start {
 			ok = s.write(b[start:end])
 		}
-		pumpBufPool.Put(buf)
-		pumpBufsHeld.Add(-1)
+		releasePumpBuf(buf)
 		if err != nil {
 			break
 		}

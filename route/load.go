@@ -144,14 +144,6 @@ func (m *LoadModel) Ns(learned, pod float64) float64 {
 	return m.PodSpeed*pod + (1-m.PodSpeed)*learned
 }
 
-// RefNs returns the mean learned ns per token over views, or 1 when none
-// has been learned (every candidate then uses the same speed). It is
-// LoadModel.RefNs of a model that ignores pod-reported speeds.
-func RefNs(views []probe.View) float64 {
-	var m LoadModel
-	return m.RefNs(views)
-}
-
 // RefNs returns the mean over views of the speed the model scores them
 // with (Ns), or 1 when none is known (every candidate then uses the same
 // speed).

@@ -80,10 +80,11 @@ func TestWaitingWeightCountsQueuedShortPrompts(t *testing.T) {
 }
 
 func TestRefNsAndOwnPrefill(t *testing.T) {
-	if r := RefNs([]probe.View{{}, {NsPerToken: 100}, {NsPerToken: 300}}); r != 200 {
+	var m LoadModel // pod_speed 0: the learned speeds alone
+	if r := m.RefNs([]probe.View{{}, {NsPerToken: 100}, {NsPerToken: 300}}); r != 200 {
 		t.Fatalf("RefNs = %v, want the mean of learned speeds 200", r)
 	}
-	if r := RefNs([]probe.View{{}, {}}); r != 1 {
+	if r := m.RefNs([]probe.View{{}, {}}); r != 1 {
 		t.Fatalf("RefNs with none learned = %v, want 1", r)
 	}
 	if o := OwnPrefill(1000, 2, 256); o != 1000-2*64 {

@@ -70,10 +70,7 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 			outcome = breaker.Ignore
 			b.hc.CloseIdleConnections()
 		}
-		fasthttp.ReleaseResponse(resp)
-		p.endWork(b, &work, false)
-		b.state.Finish()
-		ticket.Done(outcome)
+		p.abandon(b, resp, ticket, &work, outcome)
 		switch f.kind {
 		case failConnect, failWrite:
 			return f, errors.Join(ErrNotSent, err)
@@ -90,10 +87,7 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 		// fasthttp consumes interim answers itself and returns only a 101:
 		// a tunnel the proxy never asked for (it strips Upgrade). Its
 		// socket is already closed (guardedConn); the client gets an error.
-		fasthttp.ReleaseResponse(resp)
-		p.endWork(b, &work, false)
-		b.state.Finish()
-		ticket.Done(breaker.Failure)
+		p.abandon(b, resp, ticket, &work, breaker.Failure)
 		return failure{}, errors.Join(ErrUpstream, errSwitchingProtocols)
 	}
 	if rt.orca {
@@ -218,6 +212,19 @@ func (p *Proxy) settle(b *Backend, ticket breaker.Ticket, a *accounting) {
 		p.reap()
 	}
 	p.inflight.Add(-1)
+}
+
+// abandon settles an attempt on b that answered the client nothing (the
+// caller re-picks the request or answers with the error envelope): it
+// releases resp, takes back the attempt's token work and in-flight count,
+// and gives the breaker outcome. The handler counts the request and reaps
+// a draining b once it answered the client (Handle).
+func (p *Proxy) abandon(b *Backend, resp *fasthttp.Response, ticket breaker.Ticket, work *workTicket, outcome breaker.Outcome) {
+	_ = resp.CloseBodyStream()
+	fasthttp.ReleaseResponse(resp)
+	p.endWork(b, work, false)
+	b.state.Finish()
+	ticket.Done(outcome)
 }
 
 // reap forgets draining backends that finished their requests.
