@@ -24,6 +24,9 @@ type reqCtx struct {
 	// path is the normalized request path, target the request target
 	// forwarded (route.allow_paths).
 	path, target []byte
+	// clientClose: the client asked to close its connection after this
+	// response (Connection: close, or HTTP/1.0 without keep-alive).
+	clientClose bool
 }
 
 func newReqCtx() *reqCtx {
@@ -77,7 +80,8 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 		p.metrics.requests(nil, status)
 		return
 	}
-	if msg := badFields(ctx.Request.Header.RawHeaders()); msg != "" {
+	msg, fields := scanFields(ctx.Request.Header.RawHeaders())
+	if msg != "" {
 		// Content-Length and Transfer-Encoding together, or a coding
 		// other than chunked, are the shapes of request smuggling (RFC
 		// 9112 section 6.3), and a field name with a space is no HTTP:
@@ -111,21 +115,8 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 	rc.ex.Extract(body, rt.blockChars, rt.maxBlocks, &rc.info)
 
 	req := &ctx.Request
-	stripHop(&req.Header)
-	p.setForwardedFor(ctx, rc)
-	baseID, idSent := clientRequestID(&req.Header)
-	rc.id = rc.id[:0]
-	if len(baseID) == 0 {
-		rc.id = appendRequestID(rc.id, p.rand())
-	} else {
-		rc.id = append(rc.id, baseID...)
-	}
-	idReplaced := idSent && len(baseID) == 0
-	req.Header.Del(hdrRequestID)
+	idReplaced := p.cleanRequest(ctx, rc, fields)
 	idLen := len(rc.id)
-	// The proxy owns the ORCA request header: a client's own (in any case)
-	// never reaches the backend beside or instead of the proxy's.
-	req.Header.Del(hdrORCAFormat)
 	if rt.orca && !rc.info.Stream {
 		req.Header.Set(hdrORCAFormat, "TEXT")
 	}
@@ -224,6 +215,39 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 			break
 		}
 	}
+}
+
+// cleanRequest readies the client's request header for the backend:
+// hop-by-hop fields stripped, the client's IP appended to X-Forwarded-For,
+// the client's X-Request-Id taken out into rc.id (or one generated; the
+// result reports whether the client's was replaced), the client's ORCA
+// request field removed. fields is what scanFields found the header to
+// hold; allFields does the same work without knowing.
+func (p *Proxy) cleanRequest(ctx *fasthttp.RequestCtx, rc *reqCtx, fields fieldSet) (idReplaced bool) {
+	h := &ctx.Request.Header
+	// The client's own wish to close, before stripHop takes Connection
+	// away: such a stream is written by fasthttp, which then closes the
+	// connection, rather than hijacked (hijackable). The server read the
+	// same before calling the handler, for closing after the response.
+	rc.clientClose = h.ConnectionClose()
+	stripHop(h, fields)
+	p.setForwardedFor(ctx, rc, fields&fForwardedFor != 0)
+	baseID, idSent := clientRequestID(h, fields&fRequestID != 0)
+	rc.id = rc.id[:0]
+	if len(baseID) == 0 {
+		rc.id = appendRequestID(rc.id, p.rand())
+	} else {
+		rc.id = append(rc.id, baseID...)
+	}
+	if fields&fRequestID != 0 {
+		h.Del(hdrRequestID)
+	}
+	// The proxy owns the ORCA request header: a client's own (in any case)
+	// never reaches the backend beside or instead of the proxy's.
+	if fields&fORCAFormat != 0 {
+		h.Del(hdrORCAFormat)
+	}
+	return idSent && len(baseID) == 0
 }
 
 // maxBreakerSkips bounds the re-picks after breaker refusals (a half-open

@@ -10,19 +10,22 @@ import (
 
 // setForwardedFor appends the client's IP to X-Forwarded-For. Every prior
 // X-Forwarded-For field, in any case, is folded into one list first (RFC
-// 9110 section 5.3), so exactly one field reaches the backend.
-func (p *Proxy) setForwardedFor(ctx *fasthttp.RequestCtx, rc *reqCtx) {
+// 9110 section 5.3), so exactly one field reaches the backend. prior:
+// the request may hold one (scanFields).
+func (p *Proxy) setForwardedFor(ctx *fasthttp.RequestCtx, rc *reqCtx, prior bool) {
 	ip := ctx.RemoteIP()
 	rc.xff = rc.xff[:0]
 	h := &ctx.Request.Header
-	for _, prior := range h.PeekAll(hdrForwardedFor) {
-		if len(prior) > 0 {
-			rc.xff = append(rc.xff, prior...)
-			rc.xff = append(rc.xff, ", "...)
+	if prior {
+		for _, v := range h.PeekAll(hdrForwardedFor) {
+			if len(v) > 0 {
+				rc.xff = append(rc.xff, v...)
+				rc.xff = append(rc.xff, ", "...)
+			}
 		}
+		h.Del(hdrForwardedFor)
 	}
 	rc.xff = appendIP(rc.xff, ip)
-	h.Del(hdrForwardedFor)
 	h.SetBytesV(hdrForwardedFor, rc.xff)
 }
 
@@ -45,8 +48,12 @@ const maxRequestIDLen = 128
 // clientRequestID returns the client's X-Request-Id when it is usable as
 // vLLM's request id: exactly one field of 1 to maxRequestIDLen visible
 // ASCII characters. present reports whether the client sent any, so that a
-// replaced id can be logged as such.
-func clientRequestID(h *fasthttp.RequestHeader) (id []byte, present bool) {
+// replaced id can be logged as such. sent: the request may hold one
+// (scanFields).
+func clientRequestID(h *fasthttp.RequestHeader, sent bool) (id []byte, present bool) {
+	if !sent {
+		return nil, false
+	}
 	vs := h.PeekAll(hdrRequestID)
 	if len(vs) == 0 {
 		return nil, false
@@ -93,12 +100,14 @@ const (
 )
 
 var (
-	strContentLength    = []byte("Content-Length")
-	strTransferEncoding = []byte("Transfer-Encoding")
-	strChunked          = []byte("chunked")
+	strContentLength = []byte("Content-Length")
+	strChunked       = []byte("chunked")
 )
 
-// badFields returns why raw request headers are refused, or "".
+// scanFields reads raw request headers once: why they are refused, or ""
+// (see below), and which of the fields the proxy strips or rewrites
+// (fieldSet) they hold, so that the handler deletes and looks up only
+// those.
 //
 // The body's length in doubt (RFC 9112 section 6.3): both Content-Length
 // and Transfer-Encoding, or a Transfer-Encoding other than chunked.
@@ -110,7 +119,16 @@ var (
 // 5.1): fasthttp accepts it (it refuses every other non-token byte) and
 // would forward it as written, for the backend to refuse in its own words
 // or read its own way.
-func badFields(raw []byte) string {
+//
+// The set is never smaller than what fasthttp parsed: names are compared
+// without regard to case, and a request whose parsed header may hold
+// fields its raw block does not show (no raw block, as for a request built
+// by code; or a chunked body, whose trailer fields fasthttp keeps) gets
+// every field (allFields), so that it is cleaned the slow way.
+func scanFields(raw []byte) (msg string, present fieldSet) {
+	if len(raw) == 0 {
+		return "", allFields
+	}
 	var cl, te bool
 	for len(raw) > 0 {
 		line := raw
@@ -122,36 +140,103 @@ func badFields(raw []byte) string {
 		if i := bytes.IndexByte(line, ':'); i > 0 {
 			k := line[:i]
 			if bytes.IndexByte(k, ' ') >= 0 {
-				return msgNameSpace
+				return msgNameSpace, 0
 			}
+			f := fieldOf(k)
+			present |= f
 			switch {
-			case bytes.EqualFold(k, strContentLength):
-				cl = true
-			case bytes.EqualFold(k, strTransferEncoding):
+			case f == fTransferEncoding:
 				te = true
 				if !bytes.EqualFold(bytes.Trim(line[i+1:], " \t\r"), strChunked) {
-					return msgFramingNotChunk
+					return msgFramingNotChunk, 0
 				}
+			case f == 0 && bytes.EqualFold(k, strContentLength):
+				cl = true
 			}
 		}
 	}
 	if cl && te {
-		return msgFramingBoth
+		return msgFramingBoth, 0
 	}
-	return ""
+	if te {
+		present = allFields // trailers may follow the chunked body
+	}
+	return "", present
 }
 
 func bytesHasPrefix(b []byte, prefix string) bool {
 	return len(b) >= len(prefix) && string(b[:len(prefix)]) == prefix
 }
 
-// hopHeaders are the hop-by-hop headers a proxy must not forward
-// (RFC 9110 section 7.6.1), in fasthttp's canonical form; Del matches them
-// in any case (see hdrRequestID). Upgrade is among them: the proxy never
-// opens a tunnel, so a backend must answer a request normally.
-var hopHeaders = []string{
+// fieldSet is a set of the header fields the proxy strips or rewrites:
+// bit i stands for fieldNames[i].
+type fieldSet uint16
+
+// The fields of fieldNames, as bits of a fieldSet.
+const (
+	fConnection fieldSet = 1 << iota
+	fKeepAlive
+	fProxyConnection
+	fProxyAuthenticate
+	fProxyAuthorization
+	fTe
+	fTrailer
+	fTransferEncoding
+	fUpgrade
+	fForwardedFor
+	fRequestID
+	fORCA
+	fORCAFormat
+
+	numFields = iota
+	// hopFields are the hop-by-hop headers a proxy must not forward
+	// (RFC 9110 section 7.6.1). Upgrade is among them: the proxy never
+	// opens a tunnel, so a backend must answer a request normally.
+	hopFields = fConnection | fKeepAlive | fProxyConnection | fProxyAuthenticate |
+		fProxyAuthorization | fTe | fTrailer | fTransferEncoding | fUpgrade
+	allFields fieldSet = 1<<numFields - 1
+)
+
+// fieldNames are the names of a fieldSet's bits, in fasthttp's canonical
+// form; Del and PeekAll match them in any case (see hdrRequestID).
+var fieldNames = [numFields]string{
 	"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate",
 	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
+	hdrForwardedFor, hdrRequestID, hdrORCA, hdrORCAFormat,
+}
+
+// fieldOf returns the bit of the field named name, in any case, or 0.
+func fieldOf(name []byte) fieldSet {
+	for i := range fieldNames {
+		if equalFoldASCII(name, fieldNames[i]) {
+			return 1 << i
+		}
+	}
+	return 0
+}
+
+// equalFoldASCII reports whether b and s are the same ASCII text, case
+// aside (s holds letters, digits and '-' only).
+func equalFoldASCII(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := range len(b) {
+		if b[i]|0x20 != s[i]|0x20 {
+			return false
+		}
+	}
+	return true
+}
+
+// responseFields returns the fields of fieldNames h holds, read in one pass
+// over its fields (names as fasthttp parsed them).
+func responseFields(h *fasthttp.ResponseHeader) fieldSet {
+	var present fieldSet
+	for k := range h.All() {
+		present |= fieldOf(k)
+	}
+	return present
 }
 
 // hopHeader is what stripHop needs of a header: *fasthttp.RequestHeader
@@ -163,15 +248,22 @@ type hopHeader interface {
 	ResetConnectionClose()
 }
 
-// stripHop removes hop-by-hop headers, including those named by any of its
-// Connection fields, from an outgoing request (&req.Header) or from a
-// response going back to the client (&resp.Header).
-func stripHop[H hopHeader](h H) {
-	for _, c := range h.PeekAll("Connection") {
-		forEachToken(c, func(name []byte) { h.DelBytes(name) })
+// stripHop removes the hop-by-hop headers, including those named by any
+// of its Connection fields, from an outgoing request (&req.Header) or from
+// a response going back to the client (&resp.Header). present is what a
+// scan found h to hold (scanFields, responseFields; allFields when not
+// known): only those are looked for, instead of nine deletions, each a
+// pass over the fields, on every request and response.
+func stripHop[H hopHeader](h H, present fieldSet) {
+	if present&fConnection != 0 {
+		for _, c := range h.PeekAll("Connection") {
+			forEachToken(c, func(name []byte) { h.DelBytes(name) })
+		}
 	}
-	for _, k := range hopHeaders {
-		h.Del(k)
+	for i := range fieldNames {
+		if present&hopFields&(1<<i) != 0 {
+			h.Del(fieldNames[i])
+		}
 	}
 	h.ResetConnectionClose()
 }

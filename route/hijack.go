@@ -64,11 +64,13 @@ var (
 
 // hijackable reports whether the stream of resp can be pumped over the
 // hijacked client connection: an SSE body with chunked framing, to an
-// HTTP/1.1 client that keeps the connection alive.
-func hijackable(ctx *fasthttp.RequestCtx, resp *fasthttp.Response, sse bool) bool {
+// HTTP/1.1 client that keeps the connection alive. clientClose is whether
+// the client asked to close the connection (read before stripHop removed
+// its Connection field from the request forwarded).
+func hijackable(ctx *fasthttp.RequestCtx, resp *fasthttp.Response, sse, clientClose bool) bool {
 	_, ok := ctx.Conn().(*clientConn)
 	return ok && sse && resp.BodyStream() != nil && resp.Header.ContentLength() == -1 &&
-		!ctx.IsHead() && ctx.Request.Header.IsHTTP11() && !ctx.Request.Header.ConnectionClose() &&
+		!ctx.IsHead() && ctx.Request.Header.IsHTTP11() && !clientClose &&
 		!ctx.Response.Header.ConnectionClose()
 }
 

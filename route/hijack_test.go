@@ -111,6 +111,42 @@ func TestHijackedStreamKeepsTheConnectionAlive(t *testing.T) {
 	})
 }
 
+// A stream whose client asked to close the connection (Connection: close,
+// in any case, or among other tokens) is written by fasthttp, not pumped
+// over the hijacked connection: the response says Connection: close and
+// the proxy closes the connection after the stream's last chunk. The
+// handler must read the client's wish before it strips the request's
+// hop-by-hop fields (before, they were stripped first, so such streams
+// were hijacked and the connection was kept open).
+func TestStreamToAClosingClientIsNotHijacked(t *testing.T) {
+	up := upstream(t, sseOrJSON(3, 10*time.Millisecond))
+	tp := startProxy(t, testConfig(up.URL))
+	for _, field := range []string{"Connection: close", "connection: Keep-Alive, CLOSE"} {
+		conn, err := net.Dial("tcp", tp.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		body := `{"stream":true}`
+		fmt.Fprintf(conn, "POST /v1/completions HTTP/1.1\r\nHost: x\r\n%s\r\nContent-Length: %d\r\n\r\n%s", field, len(body), body)
+		_ = conn.SetReadDeadline(time.Now().Add(3 * time.Second))
+		resp, got := readResponse(t, bufio.NewReader(conn))
+		if resp.StatusCode != 200 || !strings.HasSuffix(got, "data: [DONE]\n\n") {
+			t.Fatalf("%q: status %d, stream %q", field, resp.StatusCode, got)
+		}
+		if !resp.Close {
+			t.Errorf("%q: the response does not say Connection: close (headers %v): the stream was hijacked", field, resp.Header)
+		}
+		// The proxy closes the connection after the stream: the next read
+		// ends at once, not at the read deadline.
+		t0 := time.Now()
+		n, err := conn.Read(make([]byte, 1))
+		if n != 0 || err == nil || isTimeout(err) {
+			t.Errorf("%q: after the stream, read %d bytes, err %v after %v: want the connection closed", field, n, err, time.Since(t0))
+		}
+	}
+}
+
 // A request the client pipelined behind a stream's request (read by the
 // server with it) is answered after the stream, on the same connection.
 func TestHijackedStreamServesAPipelinedRequest(t *testing.T) {

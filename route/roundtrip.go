@@ -90,7 +90,9 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 		p.abandon(b, resp, ticket, &work, breaker.Failure)
 		return failure{}, errors.Join(ErrUpstream, errSwitchingProtocols)
 	}
-	if rt.orca {
+	// The fields of the upstream head the proxy strips, found in one pass.
+	fields := responseFields(&resp.Header)
+	if rt.orca && fields&fORCA != 0 {
 		if v := resp.Header.Peek(hdrORCA); len(v) > 0 {
 			if l, ok := probe.ParseORCA(v, p.now()); ok {
 				b.state.Report(&l)
@@ -102,17 +104,7 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 	buffered := up != nil && bufferable(resp.Header.ContentLength(), sse)
 	firstByte := p.now().Sub(start)
 	ctx.Response.Reset()
-	resp.Header.CopyTo(&ctx.Response.Header)
-	// The status line is the proxy's own: CopyTo copied the backend's
-	// version, and an "HTTP/1.0" line over a chunked body (what a stream
-	// of unknown length becomes) tells the client to read until the
-	// connection closes, which keep-alive never does.
-	ctx.Response.Header.SetProtocol(http11)
-	stripHop(&ctx.Response.Header)
-	ctx.Response.Header.Del(hdrORCA)
-	ctx.Response.SetStatusCode(status)
-	ctx.Response.Header.Del(hdrRequestID)
-	ctx.Response.Header.SetBytesV(hdrRequestID, rc.id)
+	copyHead(&ctx.Response.Header, &resp.Header, fields, rc.id)
 
 	var first firstChunk
 	if up != nil && !buffered && p.holds.take() {
@@ -134,7 +126,7 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 		return p.forwardBuffered(ctx, rt, rc, b, resp, up, ticket, sent, accounting{start: start, firstByte: firstByte, status: status, code: status, dec: dec, attempt: attempt, idReplaced: idReplaced, work: work})
 	}
 
-	hijack := hijackable(ctx, resp, sse)
+	hijack := hijackable(ctx, resp, sse, rc.clientClose)
 	s := bodyStreamPool.Get().(*bodyStream)
 	s.p, s.b, s.resp, s.ticket = p, b, resp, ticket
 	s.up = up
@@ -171,6 +163,28 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 	}
 	ctx.Response.SetBodyStream(s, size)
 	return failure{}, nil
+}
+
+// copyHead makes dst the head of the client's response from src, the
+// backend's: its fields without the hop-by-hop ones and the ORCA report,
+// X-Request-Id set to id, and the proxy's own status line. fields is what
+// responseFields found src to hold; allFields does the same work without
+// knowing.
+func copyHead(dst, src *fasthttp.ResponseHeader, fields fieldSet, id []byte) {
+	src.CopyTo(dst)
+	// The status line is the proxy's own: CopyTo copied the backend's
+	// version, and an "HTTP/1.0" line over a chunked body (what a stream
+	// of unknown length becomes) tells the client to read until the
+	// connection closes, which keep-alive never does.
+	dst.SetProtocol(http11)
+	stripHop(dst, fields)
+	if fields&fORCA != 0 {
+		dst.Del(hdrORCA)
+	}
+	if fields&fRequestID != 0 {
+		dst.Del(hdrRequestID)
+	}
+	dst.SetBytesV(hdrRequestID, id)
 }
 
 var http11 = []byte("HTTP/1.1")
