@@ -4,21 +4,27 @@ import (
 	"io"
 	"net"
 	"sync/atomic"
+	"time"
 
 	"github.com/probegate/probegate/internal/rawconn"
 )
 
 // clientListener wraps every accepted client connection in a clientConn,
 // so that a hijacked SSE stream can take the socket over from fasthttp
-// (see hijack.go).
-type clientListener struct{ net.Listener }
+// (see hijack.go). writeSlack is the clientConns' (see SetWriteDeadline).
+type clientListener struct {
+	net.Listener
+	writeSlack time.Duration
+}
 
 func (l clientListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
 	if err != nil {
 		return nil, err
 	}
-	return newClientConn(c, nil), nil
+	cc := newClientConn(c, nil)
+	cc.writeSlack = l.writeSlack
+	return cc, nil
 }
 
 // newClientConn wraps socket c; pre is what was read from it already.
@@ -41,6 +47,10 @@ type clientConn struct {
 	lingerOnClose atomic.Bool // close with a lingering close (see linger.go)
 	pre           []byte
 	raw           rawconn.Socket // reads and writes c.Conn where it can (see rawconn.Socket)
+	// The write deadline armed on the socket, kept up to writeSlack later
+	// than asked (see SetWriteDeadline); 0 slack: armed as asked.
+	writeBy    lazyDeadline
+	writeSlack time.Duration
 
 	// Its slot in the proxy's connSet while tracked.
 	tracked    atomic.Bool
@@ -57,6 +67,39 @@ func (c *clientConn) Read(b []byte) (int, error) {
 }
 
 func (c *clientConn) Write(b []byte) (int, error) { return c.raw.Write(b) }
+
+// SetWriteDeadline arms the socket's write deadline lazily: a deadline
+// already armed between t and t+writeSlack is kept, else t+writeSlack is
+// armed (lazyDeadline.dueAt). A write is then cut no sooner than asked and
+// at most writeSlack later. fasthttp's server asks for now+WriteTimeout
+// before every response; the proxy's writeSlack is WriteTimeout/16
+// (Proxy.clientWriteSlack), so a busy keep-alive connection updates its
+// runtime timer about once per WriteTimeout/16 instead of once per
+// response. A zero t (no deadline) is always passed on.
+func (c *clientConn) SetWriteDeadline(t time.Time) error {
+	if t.IsZero() {
+		c.writeBy.forget()
+		return c.Conn.SetWriteDeadline(t)
+	}
+	if a, ok := c.writeBy.dueAt(t, c.writeSlack); ok {
+		err := c.Conn.SetWriteDeadline(a)
+		c.writeBy.armed(err, a)
+		return err
+	}
+	return nil
+}
+
+// SetDeadline sets both deadlines as asked, and SetWriteDeadline's record
+// of the write deadline with them.
+func (c *clientConn) SetDeadline(t time.Time) error {
+	err := c.Conn.SetDeadline(t)
+	if t.IsZero() {
+		c.writeBy.forget()
+	} else {
+		c.writeBy.armed(err, t)
+	}
+	return err
+}
 
 // Close closes the socket unless the connection was detached. After a
 // refusal (closeAfterRefusal) the first Close lingers before it closes; a

@@ -21,16 +21,22 @@ type lazyDeadline struct {
 // due reports whether a wait of d starting at now needs a new deadline,
 // and which one to arm.
 func (l *lazyDeadline) due(now time.Time, d time.Duration) (time.Time, bool) {
-	want := now.Add(d).UnixNano()
-	slack := int64(d / 16)
-	if u := l.until.Load(); u >= want && u <= want+slack {
-		return time.Time{}, false
-	}
-	return now.Add(d + d/16), true
+	return l.dueAt(now.Add(d), d/16)
 }
 
-// forget drops what was armed (the socket under the connection changed):
-// the next due arms again.
+// dueAt reports whether a wait that must not be cut before t needs a new
+// deadline, and which one to arm: the armed one is kept if it lies between
+// t and t+slack, else t+slack is armed.
+func (l *lazyDeadline) dueAt(t time.Time, slack time.Duration) (time.Time, bool) {
+	want := t.UnixNano()
+	if u := l.until.Load(); u >= want && u <= want+int64(slack) {
+		return time.Time{}, false
+	}
+	return t.Add(slack), true
+}
+
+// forget drops what was armed (the socket under the connection changed,
+// or no deadline is armed): the next due arms again.
 func (l *lazyDeadline) forget() { l.until.Store(0) }
 
 // armed records the outcome of arming t; after an error the next call

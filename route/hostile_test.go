@@ -187,8 +187,16 @@ func TestClientDisconnectCancelsUpstreamRequest(t *testing.T) {
 // A client that stops reading mid-stream (without closing) is cut once a
 // write has waited upstream.idle_timeout, and its upstream request is
 // cancelled: a stalled reader holds neither a connection nor a model
-// server's slot for longer.
+// server's slot for longer. Both ways a stream is written: pumped over the
+// hijacked connection, and by fasthttp's writer (a client that asks to
+// close; its write deadline is the clientConn's lazy one).
 func TestStalledReaderIsCut(t *testing.T) {
+	for _, hdr := range []string{"", "Connection: close\r\n"} {
+		t.Run(streamPathName(hdr), func(t *testing.T) { testStalledReaderIsCut(t, hdr) })
+	}
+}
+
+func testStalledReaderIsCut(t *testing.T, hdr string) {
 	upstreamDone := make(chan struct{})
 	up := upstream(t, func(w http.ResponseWriter, r *http.Request) {
 		defer close(upstreamDone)
@@ -210,15 +218,19 @@ func TestStalledReaderIsCut(t *testing.T) {
 	}
 	defer c.Close()
 	c.(*net.TCPConn).SetReadBuffer(4096)
-	io.WriteString(c, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 15\r\n\r\n{\"stream\":true}")
+	io.WriteString(c, "POST /v1/completions HTTP/1.1\r\nHost: x\r\n"+hdr+"Content-Length: 15\r\n\r\n{\"stream\":true}")
 	if _, err := bufio.NewReader(c).ReadString('\n'); err != nil {
 		t.Fatal(err)
 	}
 	// Stop reading: buffers fill, the proxy's write blocks.
+	stopped := time.Now()
 	select {
 	case <-upstreamDone:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the upstream stream still runs 5s after the client stopped reading")
+	}
+	if el := time.Since(stopped); el < 300*time.Millisecond {
+		t.Errorf("the stalled reader was cut %v after it stopped reading, before upstream.idle_timeout (300ms)", el)
 	}
 	ftPoll(t, 2*time.Second, "the stalled stream is settled", func() bool {
 		return tp.counter(t, "probegate_requests_total", map[string]string{"code": "499"}) == 1

@@ -124,8 +124,13 @@ func (p *Proxy) Serve(ln net.Listener) error {
 		_ = ln.Close() // Shutdown began: serve nothing
 		return nil
 	}
-	return p.server.Serve(clientListener{ln})
+	return p.server.Serve(clientListener{Listener: ln, writeSlack: p.clientWriteSlack()})
 }
+
+// clientWriteSlack is how much later than asked a client connection's
+// write deadline may be armed (clientConn.SetWriteDeadline): 1/16 of the
+// server's WriteTimeout, as lazyDeadline gives every other wait.
+func (p *Proxy) clientWriteSlack() time.Duration { return p.server.WriteTimeout / 16 }
 
 // serveListeners remembers the listeners Serve was given. fasthttp's
 // Shutdown closes only the listeners its Serve has already registered, so a

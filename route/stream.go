@@ -56,9 +56,11 @@ func (s *bodyStream) Read(p []byte) (int, error) {
 	n, err := s.read(p)
 	if n > 0 && s.client != nil {
 		// fasthttp writes what we return next: give that write
-		// upstream.idle_timeout (to idle + idle/16, see lazyDeadline) to
-		// reach a slow client. The server arms the same bound before each
-		// response (server write timeout), so none is left to reset.
+		// upstream.idle_timeout (to idle + idle/16, see lazyDeadline; on
+		// a clientConn, which keeps a deadline up to its own slack later,
+		// to idle + idle/8) to reach a slow client. The server arms the
+		// same bound before each response (server write timeout), so none
+		// is left to reset.
 		if t, ok := s.writeBy.due(time.Now(), s.idle); ok {
 			s.writeBy.armed(s.client.SetWriteDeadline(t), t)
 		}
