@@ -119,3 +119,34 @@ func TestBreakerFollowsTheProxyClock(t *testing.T) {
 		t.Fatalf("breaker %v after a successful trial, want closed", s)
 	}
 }
+
+// A forwarded request reads the proxy's clock five times (each a vDSO
+// call): the start, the decision's two ends (the second also stamps the
+// send: its token work and the first-byte timeout's progress check), the
+// head's arrival (the first byte's latency; also the time of an ORCA
+// report in it) and the end. least_inflight's pick reads no clock of its
+// own, so these are the forwarding path's.
+func TestForwardedRequestReadsTheClockFiveTimes(t *testing.T) {
+	be := startRawBackend(t, okResponder(""))
+	var reads atomic.Int64
+	var counting atomic.Bool
+	tp := startProxy(t, testConfig(be.url()), func(o *Options) {
+		o.Now = func() time.Time {
+			if counting.Load() {
+				reads.Add(1)
+			}
+			return time.Now()
+		}
+	})
+	req := "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"
+	rawDo(t, tp.addr, req) // dials the backend
+	counting.Store(true)
+	r := rawDo(t, tp.addr, req)
+	counting.Store(false)
+	if r.status != 200 {
+		t.Fatalf("status %d", r.status)
+	}
+	if n := reads.Load(); n != 5 {
+		t.Errorf("one request read the clock %d times, want 5", n)
+	}
+}

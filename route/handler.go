@@ -141,7 +141,9 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 		// contexts derived from it may outlive the handler, and fasthttp
 		// recycles it. Probes are bounded by probe.deadline on their own.
 		b, dec, err := snap.picker.Pick(context.Background(), &rc.info, tried, &rc.pick)
-		p.metrics.decideTime.Observe(p.now().Sub(t0).Seconds())
+		// One clock read ends the decision and stamps the send (forward).
+		picked := p.now()
+		p.metrics.decideTime.Observe(picked.Sub(t0).Seconds())
 		if errors.Is(err, ErrNoBackend) && reason == retryStale && last != nil && last.Eligible() {
 			// A stale pooled connection says nothing of the pod now: with
 			// no other backend to go to, try it again on a fresh
@@ -173,7 +175,7 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 		}
 		attempts++
 		req.Header.SetBytesV(hdrRequestID, rc.id)
-		f, err := p.forward(ctx, rt, rc, b, ticket, start, dec, attempts, idReplaced)
+		f, err := p.forward(ctx, rt, rc, b, ticket, start, picked, dec, attempts, idReplaced)
 		if err == nil {
 			settled = true // bodyStream.Close settles
 			return

@@ -28,7 +28,11 @@ import (
 // now, so the breaker ignores it, and the backend's other idle connections,
 // pooled before the same event, are closed so that the next request dials
 // afresh (a dead pod then refuses the dial, which the breaker counts).
-func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *Backend, ticket breaker.Ticket, start time.Time, dec Decision, attempt int, idReplaced bool) (failure, error) {
+//
+// start is when the request arrived, sent when its decision ended: the
+// send's time for its token work and the first-byte timeout's progress
+// check (the clock is read once for both, microseconds before the send).
+func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *Backend, ticket breaker.Ticket, start, sent time.Time, dec Decision, attempt int, idReplaced bool) (failure, error) {
 	req := &ctx.Request
 	// The token work first: its prefill is the prompt minus the prefix b
 	// held before this request. NoteDispatch then records that b holds
@@ -36,7 +40,6 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 	// blocks matched, and its prefill counted only the tail past its last
 	// whole block (38 tokens at the median of the bench's lognormal
 	// prompts, against 1,271 true).
-	sent := p.now()
 	work := p.beginWork(rt, rc, b, sent)
 	p.memory.NoteDispatch(b, &rc.info, start)
 	// The HostClient's scheme, whatever the client's request line said: an
@@ -90,11 +93,13 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 		p.abandon(b, resp, ticket, &work, breaker.Failure)
 		return failure{}, errors.Join(ErrUpstream, errSwitchingProtocols)
 	}
+	// The head's arrival: the first byte's latency and an ORCA report's time.
+	headAt := p.now()
 	// The fields of the upstream head the proxy strips, found in one pass.
 	fields := responseFields(&resp.Header)
 	if rt.orca && fields&fORCA != 0 {
 		if v := resp.Header.Peek(hdrORCA); len(v) > 0 {
-			if l, ok := probe.ParseORCA(v, p.now()); ok {
+			if l, ok := probe.ParseORCA(v, headAt); ok {
 				b.state.Report(&l)
 			}
 		}
@@ -102,7 +107,7 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 	sse := bytesHasPrefix(resp.Header.ContentType(), "text/event-stream")
 	up := resp.BodyStream()
 	buffered := up != nil && bufferable(resp.Header.ContentLength(), sse)
-	firstByte := p.now().Sub(start)
+	firstByte := headAt.Sub(start)
 	ctx.Response.Reset()
 	copyHead(&ctx.Response.Header, &resp.Header, fields, rc.id)
 
