@@ -20,6 +20,25 @@ func (m *Memory) BeginWork(info *RequestInfo, b *Backend, blockChars int, defaul
 // SawBytes records a chunk of b's response arriving at now.
 func (t *WorkTicket) SawBytes(b *Backend, chunk []byte, now time.Time) { t.w.sawBytes(b, chunk, now) }
 
+// Prefill returns the prompt tokens the ticket counts as pending prefill
+// at its backend (0 once its first byte has come).
+func (t *WorkTicket) Prefill() int64 { return t.w.prefill }
+
+// SpeedSample returns what the ticket's first byte arriving at now would
+// give its backend's learned speed (probe.State.PrefillDone): the time
+// since dispatch and the prefill tokens the request waited for (the work
+// ahead of it at dispatch plus its own); tokens 0 when it gives none (the
+// first byte already came, or the request does not stream). A simulator
+// comparing what proxies could learn from each other's requests
+// (fleetsim's _sharespeed) hands the same sample to other States; the
+// proxy never does.
+func (t *WorkTicket) SpeedSample(now time.Time) (elapsed time.Duration, tokens float64) {
+	if !t.w.started || t.w.waited <= 0 {
+		return 0, 0
+	}
+	return now.Sub(t.w.sent), t.w.waited
+}
+
 // EndWork takes back what BeginWork counted; complete is whether the
 // response ended normally.
 func (m *Memory) EndWork(b *Backend, t *WorkTicket, complete bool) { m.endWork(b, &t.w, complete) }

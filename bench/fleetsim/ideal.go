@@ -168,6 +168,10 @@ type Snapshot struct {
 	// ViewNs is the replica's learned ns per prefill token for the pod;
 	// ViewPodNs the pod-reported one (probe.View.PodNsPerToken).
 	ViewNs, ViewPodNs float64
+	// ViewPrefill is the prompt tokens the replica counts as pending at
+	// the pod (probe.View.PrefillTokens: its own requests', and with
+	// _sharetokens every replica's).
+	ViewPrefill float64
 	// Cached is how many of the request's prompt tokens the pod's prefix
 	// cache held.
 	Cached int
@@ -194,6 +198,6 @@ func (s *sim) snapshot(r *request) {
 		sn.Cached = p.eng.CachedTokens(r.job.Prompt)
 		sn.Whatif = p.whatif(s.now, r.job.Prompt.Tokens-sn.Cached, max(r.job.MaxTokens, 1))
 		v := rep.backends[i].State().View(now, 2*time.Second)
-		sn.ViewQueue, sn.ViewNs, sn.ViewPodNs = v.Queue, v.NsPerToken, v.PodNsPerToken
+		sn.ViewQueue, sn.ViewNs, sn.ViewPodNs, sn.ViewPrefill = v.Queue, v.NsPerToken, v.PodNsPerToken, v.PrefillTokens
 	}
 }

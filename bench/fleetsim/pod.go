@@ -19,7 +19,11 @@ type request struct {
 	wait    time.Duration // the routing decision's probe wait
 	stream  bool
 	work    route.WorkTicket
-	snap    []Snapshot // every pod at arrival, when Config.Record is set
+	// share.tokens: the prefill counted in the other replicas' States,
+	// and whether it was taken back (share.go).
+	sharedPrefill int64
+	sharedDone    bool
+	snap          []Snapshot // every pod at arrival, when Config.Record is set
 }
 
 // pod is one simulated vLLM server: the project's engine driven in virtual

@@ -104,9 +104,14 @@ func newReplica(s *sim, idx int, strategy string, addrs []string, seed uint64) (
 		entries = cfg.Route.Prefix.EntriesPerBackend
 	}
 	r.maxBlocks = cfg.Route.Prefix.MaxBlocks
-	for i, a := range addrs {
-		b := route.NewBackend(a, entries)
-		r.backends = append(r.backends, b)
+	r.backends = s.sharedBackends(idx, func() []*route.Backend {
+		bs := make([]*route.Backend, len(addrs))
+		for i, a := range addrs {
+			bs[i] = route.NewBackend(a, entries)
+		}
+		return bs
+	})
+	for i, b := range r.backends {
 		r.podOf[b.State()] = int32(i)
 	}
 	// route.d and probe.quorum as the proxy runs them over this pool
@@ -211,6 +216,7 @@ func (r *replica) firstByte(req *request) {
 			now = now.Add(time.Duration(r.jitter.ExpFloat64() * float64(p.SpeedJitter)))
 		}
 	}
+	r.s.shareFirstByte(req, now)
 	req.work.SawBytes(r.backends[req.pod], sseFrame, now)
 }
 

@@ -62,6 +62,7 @@ type sim struct {
 	srcDone  bool
 	inflight int
 	m        *metrics
+	share    share        // what the replicas share (share.go)
 	replay   *replayState // the replaying ideal strategies' knowledge
 	// probeDelay, when set (tests), adds to the round trip of every probe
 	// to a pod.
@@ -123,8 +124,10 @@ func newSim(cfg Config) (*sim, error) {
 	if cfg.Jobs != nil {
 		s.src.replay(cfg.Jobs)
 	}
+	strategy, sh := splitShare(cfg.Strategy)
+	s.share = sh
 	for i := range cfg.Replicas {
-		r, err := newReplica(s, i, cfg.Strategy, addrs, cfg.Seed)
+		r, err := newReplica(s, i, strategy, addrs, cfg.Seed)
 		if err != nil {
 			return nil, err
 		}
@@ -222,6 +225,7 @@ func (s *sim) arrive(r *request) {
 		return
 	}
 	r.pod, r.wait = pod, wait
+	s.shareDispatch(r)
 	s.inflight++
 	s.m.landed(pod, s.now)
 	s.q.push(event{at: s.now + wait + s.params.ProxyOverhead + s.params.RTT/2, kind: evPodArrive, req: r})
@@ -262,6 +266,7 @@ func (s *sim) proxyFinish(r *request) {
 		orca = &l
 		s.podCost(r.pod, func(p *pod) { p.orcaBytes += int64(s.params.ORCABytes) })
 	}
+	s.shareFinish(r)
 	rep.finish(r, orca)
 	s.inflight--
 	s.m.done(r, s.now+s.params.Relay-r.sent)

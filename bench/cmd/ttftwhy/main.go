@@ -160,6 +160,7 @@ func main() {
 					unavoid++
 				}
 			}
+			coldStart(st, r, recs, tops)
 			// The replica's learned (and pod-reported) speed of the last
 			// (slow) pod over the others' mean, at each arrival (once all
 			// are known).
@@ -216,4 +217,36 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "ttftwhy:", err)
 	os.Exit(1)
+}
+
+// coldStart prints, by arrival time since the run started (when the
+// proxies started, knowing nothing), how many requests arrived, how many
+// of them are in the top (tops), and for how many the deciding replica
+// had learned the last pod's speed (route.load.learn_speed) at arrival:
+// in the trace replay the tail is made at the start of a window, when
+// proxies at R=8 have timed few first bytes of each pod (bench/README.md,
+// issue 13 session 7).
+func coldStart(st string, r int, recs, tops []*fleetsim.Record) {
+	bounds := []time.Duration{2 * time.Second, 5 * time.Second, 10 * time.Second}
+	bucket := func(at time.Duration) int {
+		for i, b := range bounds {
+			if at < b {
+				return i
+			}
+		}
+		return len(bounds)
+	}
+	var all, top, known [4]int
+	for _, rec := range recs {
+		b := bucket(rec.At)
+		all[b]++
+		if rec.Pods[len(rec.Pods)-1].ViewNs > 0 {
+			known[b]++
+		}
+	}
+	for _, rec := range tops {
+		top[bucket(rec.At)]++
+	}
+	fmt.Fprintf(os.Stderr, "%s R=%d: arrivals at 0-2/2-5/5-10/10+ s since start: all %v, top %v, last pod's learned speed known at the decision %v\n",
+		st, r, all, top, known)
 }
