@@ -53,6 +53,9 @@ type OverheadResult struct {
 	DurationS   float64          `json:"duration_s"`
 	Targets     []OverheadTarget `json:"targets"`
 	Skipped     []string         `json:"skipped,omitempty"`
+	// Warnings are conditions of the machine that make the figures less
+	// trustworthy (see autogroupNote).
+	Warnings []string `json:"warnings,omitempty"`
 	// RSS of probegate (least_inflight) holding IdleStreams open streams.
 	IdleStreams   int     `json:"idle_streams"`
 	RSSIdleMiB    float64 `json:"rss_idle_mib"`
@@ -393,6 +396,10 @@ func RunOverhead(ctx context.Context, o OverheadOptions) (*OverheadResult, error
 	}
 	for _, s := range res.Skipped {
 		logf("overhead: skipped: %s", s)
+	}
+	if w := autogroupNote(autogroupPath); w != "" {
+		res.Warnings = append(res.Warnings, w)
+		logf("overhead: warning: %s", w)
 	}
 	if o.Progress != nil {
 		o.Progress.AddRuns(len(targets)*max(o.Repeat, 1) + 1)
@@ -933,6 +940,9 @@ func overheadReport(o *OverheadResult) string {
 	}
 	for _, s := range o.Skipped {
 		fmt.Fprintf(&b, "> Skipped: %s\n\n", s)
+	}
+	for _, s := range o.Warnings {
+		fmt.Fprintf(&b, "> Warning: %s\n\n", s)
 	}
 	b.WriteString("| target | wrk req/s | wrk p50 ms | wrk p99 ms | CPU µs/req (wrk) | probes / coalesced per req | Go req/s | Go p50 ms | Go p99 ms | req/s vs nginx (wrk / Go) | req/s vs direct (wrk / Go) | p99 vs nginx | p99 vs direct |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, t := range o.Targets {

@@ -59,6 +59,9 @@ func (v *VegetaRun) noteProbes(d probeCounts) {
 // (README, report.md).
 const vegetaCLI = `printf 'POST http://127.0.0.1:PORT/v1/completions\nContent-Type: application/json\n@body.json\n' | go run github.com/tsenart/vegeta/v12@v12.13.0 attack -rate 10000/s -duration 3s -keepalive -http2=false -max-workers 512 | go run github.com/tsenart/vegeta/v12@v12.13.0 report`
 
+// vegetaMaxWorkers bounds the requests in flight of one open-loop run.
+const vegetaMaxWorkers = 512
+
 // wrkCLI is the wrk command line of the closed-loop runs.
 const wrkCLI = `wrk -t2 -c64 -d8s --latency -s post.lua http://127.0.0.1:PORT/v1/completions`
 
@@ -67,25 +70,46 @@ const wrkCLI = `wrk -t2 -c64 -d8s --latency -s post.lua http://127.0.0.1:PORT/v1
 // ones; vegeta adds workers up to 512 in flight, then falls behind, which
 // the achieved rate shows), and summarises the answers. Latencies are
 // vegeta's: from the request's send to the end of its response body. The
+// exchanges go through leanTransport (see there why not net/http's). The
 // run's connections are closed when it ends, so that runs do not pile up
 // idle connections on the targets.
 func runVegeta(ctx context.Context, url string, rate int, dur time.Duration) VegetaRun {
+	return OpenLoop(ctx, url, rate, dur, false)
+}
+
+// OpenLoop is the overhead scenario's open-loop run (runVegeta) for use by
+// hand (bench/cmd/openloop). With netHTTP the exchanges go through
+// net/http's Transport instead of leanTransport, as the vegeta command line
+// does: the same load at about twice the generator's CPU per request.
+func OpenLoop(ctx context.Context, url string, rate int, dur time.Duration, netHTTP bool) VegetaRun {
 	tr := vegeta.NewStaticTargeter(vegeta.Target{
 		Method: http.MethodPost,
 		URL:    url,
 		Body:   []byte(overheadBody),
 		Header: http.Header{"Content-Type": []string{"application/json"}},
 	})
-	tp := &http.Transport{
-		MaxIdleConnsPerHost: 512,
-		DisableCompression:  true,
-		IdleConnTimeout:     dur + 5*time.Second,
+	client := &http.Client{}
+	if netHTTP {
+		tp := &http.Transport{
+			MaxIdleConnsPerHost: vegetaMaxWorkers,
+			DisableCompression:  true,
+			IdleConnTimeout:     dur + 5*time.Second,
+		}
+		defer tp.CloseIdleConnections()
+		client.Transport, client.Timeout = tp, leanTimeout
+	} else {
+		host := strings.TrimPrefix(url, "http://")
+		if i := strings.IndexByte(host, '/'); i >= 0 {
+			host = host[:i]
+		}
+		tp := newLeanTransport(host, vegetaMaxWorkers)
+		defer tp.CloseIdleConnections()
+		client.Transport = tp
 	}
-	defer tp.CloseIdleConnections()
 	atk := vegeta.NewAttacker(
 		vegeta.Workers(64),
-		vegeta.MaxWorkers(512),
-		vegeta.Client(&http.Client{Transport: tp, Timeout: 5 * time.Second}),
+		vegeta.MaxWorkers(vegetaMaxWorkers),
+		vegeta.Client(client),
 	)
 	var m vegeta.Metrics
 	for r := range atk.Attack(tr, vegeta.Rate{Freq: rate, Per: time.Second}, dur, "overhead") {
@@ -180,6 +204,7 @@ func vegetaReport(o *OverheadResult) string {
 			fmt.Fprintf(b, "; GC %.2f per 1k req", v.GCPer1kReq)
 		}
 	})
+	b.WriteString(saturationReport(o))
 	if hasShare(o) {
 		b.WriteString("\nWhere the machine's CPU went during each run (Linux: /proc/stat, /proc/PID/task/*/schedstat): CPUs used on average by the target / the bench's process (vegeta, and the in-process upstreams when not pinned) / the upstream children (pinned) / everything else, then the machine's busy CPUs of all; and the time the target's threads stood runnable without a CPU (run-queue wait), µs per request. A target that waits for a CPU queues whatever its code does.\n\n")
 		vegetaTable(&b, o, func(*OverheadTarget) bool { return false }, func(b *strings.Builder, v *VegetaRun) {

@@ -132,6 +132,10 @@ func Goals(r *Results) []GoalCheck {
 			if pv.AchievedRPS < 9500 || nv.AchievedRPS < 9500 {
 				// The generator fell behind: the latencies are not at 10k.
 				out = append(out, GoalCheck{Scenario: "overhead", Goal: goal + ": rate not reached", Limit: 2, Missing: true})
+			} else if q, why := generatorQueued(oh.target("direct"), 10000); q {
+				// The machine queued without a proxy: the tails are not
+				// the proxies'.
+				out = append(out, GoalCheck{Scenario: "overhead", Goal: goal + ": the generator queued (" + why + ")", Limit: 2, Missing: true})
 			} else {
 				ratioGoal(goal, pr, ng, vegetaP99(10000), 2, true)
 			}

@@ -1,0 +1,37 @@
+// Command openloop offers the overhead scenario's open-loop load by hand:
+// vegeta's library at a constant rate, the bench's POST, with the bench's
+// lean transport (or net/http's, as the vegeta command line uses), and
+// prints the run as JSON (achieved rate, latency quantiles in ms). See
+// bench/README.md, "Overhead".
+//
+//	go run ./bench/cmd/openloop -rate 10000 -duration 3s http://127.0.0.1:PORT/v1/completions
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"time"
+
+	"github.com/probegate/probegate/bench"
+)
+
+func main() {
+	fs := flag.NewFlagSet("openloop", flag.ExitOnError)
+	rate := fs.Int("rate", 10000, "requests per second offered")
+	dur := fs.Duration("duration", 3*time.Second, "length of the run")
+	netHTTP := fs.Bool("nethttp", false, "send through net/http's Transport (as the vegeta command line does) instead of the bench's lean transport")
+	_ = fs.Parse(os.Args[1:])
+	if fs.NArg() != 1 {
+		fmt.Fprintln(os.Stderr, "usage: openloop [-rate N] [-duration D] [-nethttp] URL")
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	run := bench.OpenLoop(ctx, fs.Arg(0), *rate, *dur, *netHTTP)
+	b, _ := json.Marshal(run)
+	fmt.Println(string(b))
+}
