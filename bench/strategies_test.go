@@ -2,6 +2,7 @@ package bench
 
 import (
 	"testing"
+	"time"
 
 	"github.com/probegate/probegate/internal/config"
 )
@@ -34,6 +35,14 @@ func TestStrategyConfigs(t *testing.T) {
 	}
 	if cfg.Route.D != config.DAuto || cfg.Probe.Quorum != config.QuorumAuto {
 		t.Errorf("probe: route.d %d probe.quorum %d, want the defaults (auto)", cfg.Route.D, cfg.Probe.Quorum)
+	}
+	// probe_scrape100 is probe with every scrape loop at 100 ms.
+	sc, err := StrategyConfig("probe_scrape100", urls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.Route.Policy != "probe" || time.Duration(sc.Scrape.MaxInterval) != 100*time.Millisecond || time.Duration(sc.Scrape.Interval) != 100*time.Millisecond {
+		t.Errorf("probe_scrape100: policy %s, scrape interval %v, max %v; want probe, 100ms, 100ms", sc.Route.Policy, sc.Scrape.Interval, sc.Scrape.MaxInterval)
 	}
 	if _, err := StrategyConfig("probe_d9q9", urls); err == nil {
 		t.Error("unknown strategy accepted")
