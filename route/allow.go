@@ -255,12 +255,16 @@ func (a *allowList) admitPath(req *fasthttp.Request, rc *reqCtx) (status int, al
 		return status, allow
 	}
 	// Forward exactly what was decided on: the normalized path, in origin
-	// form, with the query as the client sent it.
+	// form, with the query as the client sent it. A target already in that
+	// form (the usual case) is left as it is: setting it again would only
+	// make fasthttp parse the URI a second time.
 	rc.target = append(append(rc.target[:0], path...), '?')
 	rc.target = append(rc.target, query...)
 	if len(query) == 0 {
 		rc.target = rc.target[:len(path)]
 	}
-	req.SetRequestURIBytes(rc.target)
+	if !bytes.Equal(rc.target, req.Header.RequestURI()) {
+		req.SetRequestURIBytes(rc.target)
+	}
 	return 0, ""
 }

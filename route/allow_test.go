@@ -295,3 +295,42 @@ func BenchmarkAllowPath(b *testing.B) {
 		})
 	}
 }
+
+// A request target already in the form admitPath forwards (origin form,
+// normalized path) is left as it is: the URI fasthttp parsed before the
+// handler is not reset and parsed again (a change made to it beforehand,
+// here a marker host, survives). A target that needs normalizing is set
+// anew, as before.
+func TestAdmitPathKeepsANormalTarget(t *testing.T) {
+	a, err := compileAllow(config.Default().Route.AllowPaths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		target, forward string
+		kept            bool
+	}{
+		{"/v1/completions", "/v1/completions", true},
+		{"/v1/completions?x=1&y=%20", "/v1/completions?x=1&y=%20", true},
+		{"/v1//completions", "/v1/completions", false},
+		{"/v1/%63ompletions?x=1", "/v1/completions?x=1", false},
+		{"http://gw/v1/completions", "/v1/completions", false},
+	} {
+		var req fasthttp.Request
+		raw := "POST " + c.target + " HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"
+		if err := req.Read(bufio.NewReader(strings.NewReader(raw))); err != nil {
+			t.Fatal(err)
+		}
+		req.URI().SetHost("marker.invalid")
+		rc := newReqCtx()
+		if status, _ := a.admitPath(&req, rc); status != 0 {
+			t.Fatalf("%s refused: %d", c.target, status)
+		}
+		if got := string(req.Header.RequestURI()); got != c.forward {
+			t.Errorf("%s: forwarded as %q, want %q", c.target, got, c.forward)
+		}
+		if kept := string(req.URI().Host()) == "marker.invalid"; kept != c.kept {
+			t.Errorf("%s: parsed URI kept %v, want %v", c.target, kept, c.kept)
+		}
+	}
+}
