@@ -51,6 +51,8 @@ type clientConn struct {
 	// than asked (see SetWriteDeadline); 0 slack: armed as asked.
 	writeBy    lazyDeadline
 	writeSlack time.Duration
+	// ip is the client's IP as X-Forwarded-For gets it (forwardedIP).
+	ip []byte
 
 	// Its slot in the proxy's connSet while tracked.
 	tracked    atomic.Bool
@@ -67,6 +69,20 @@ func (c *clientConn) Read(b []byte) (int, error) {
 }
 
 func (c *clientConn) Write(b []byte) (int, error) { return c.raw.Write(b) }
+
+// forwardedIP returns the client's IP as setForwardedFor appends it,
+// formatted at the connection's first request and kept for its next ones.
+// Only the goroutine serving the connection calls it.
+func (c *clientConn) forwardedIP() []byte {
+	if c.ip == nil {
+		ip := net.IPv4zero
+		if a, ok := c.Conn.RemoteAddr().(*net.TCPAddr); ok {
+			ip = a.IP
+		}
+		c.ip = appendIP(make([]byte, 0, len("255.255.255.255")), ip)
+	}
+	return c.ip
+}
 
 // SetWriteDeadline arms the socket's write deadline lazily: a deadline
 // already armed between t and t+writeSlack is kept, else t+writeSlack is

@@ -71,3 +71,36 @@ func TestClientWriteDeadlineIsArmedLazily(t *testing.T) {
 		t.Fatalf("SetDeadline(zero) then a deadline: armed %v", sock.writes)
 	}
 }
+
+// addrCounter is a net.Conn that counts the calls to RemoteAddr.
+type addrCounter struct {
+	net.Conn
+	addr  net.Addr
+	calls int
+}
+
+func (c *addrCounter) RemoteAddr() net.Addr { c.calls++; return c.addr }
+
+// The client's IP is formatted for X-Forwarded-For once per connection,
+// not once per request.
+func TestForwardedIPIsFormattedOncePerConnection(t *testing.T) {
+	for _, c := range []struct {
+		addr net.Addr
+		want string
+	}{
+		{&net.TCPAddr{IP: net.IPv4(10, 1, 2, 3), Port: 5}, "10.1.2.3"},
+		{&net.TCPAddr{IP: net.ParseIP("2001:db8::1"), Port: 5}, "2001:db8::1"},
+		{&net.UnixAddr{Name: "/s", Net: "unix"}, "0.0.0.0"},
+	} {
+		sock := &addrCounter{addr: c.addr}
+		cc := newClientConn(sock, nil)
+		for range 3 {
+			if got := string(cc.forwardedIP()); got != c.want {
+				t.Fatalf("%v: %q, want %q", c.addr, got, c.want)
+			}
+		}
+		if sock.calls != 1 {
+			t.Errorf("%v: RemoteAddr called %d times for 3 requests, want once", c.addr, sock.calls)
+		}
+	}
+}

@@ -13,7 +13,6 @@ import (
 // 9110 section 5.3), so exactly one field reaches the backend. prior:
 // the request may hold one (scanFields).
 func (p *Proxy) setForwardedFor(ctx *fasthttp.RequestCtx, rc *reqCtx, prior bool) {
-	ip := ctx.RemoteIP()
 	rc.xff = rc.xff[:0]
 	h := &ctx.Request.Header
 	if prior {
@@ -25,7 +24,11 @@ func (p *Proxy) setForwardedFor(ctx *fasthttp.RequestCtx, rc *reqCtx, prior bool
 		}
 		h.Del(hdrForwardedFor)
 	}
-	rc.xff = appendIP(rc.xff, ip)
+	if cc, ok := ctx.Conn().(*clientConn); ok {
+		rc.xff = append(rc.xff, cc.forwardedIP()...)
+	} else {
+		rc.xff = appendIP(rc.xff, ctx.RemoteIP())
+	}
 	h.SetBytesV(hdrForwardedFor, rc.xff)
 }
 
