@@ -120,6 +120,10 @@ func fastUpstream(b *testing.B) string {
 // variants send from 32 goroutines at once (16 x GOMAXPROCS on 2 cores),
 // so that probe mode's requests find fresh state or join a probe in
 // flight, as under load; ns/op is then the inverse of throughput.
+// cpu-us/op and usr-us/op are the process's CPU time per request (all of
+// it, and user mode alone), client and upstreams included: less moved by
+// other processes' load than ns/op, and what a change of the proxy's own
+// work shows in.
 func BenchmarkForward(b *testing.B) {
 	up, up2 := fastUpstream(b), fastUpstream(b)
 	body := []byte(`{"model":"m","prompt":"Say hi","max_tokens":1}`)
@@ -138,6 +142,7 @@ func BenchmarkForward(b *testing.B) {
 		defer fasthttp.ReleaseResponse(resp)
 		lat := make([]time.Duration, 0, 1<<16)
 		b.ReportAllocs()
+		cpuDone := reportCPU(b)
 		for b.Loop() {
 			t0 := time.Now()
 			if err := c.Do(req, resp); err != nil || resp.StatusCode() != 200 {
@@ -147,6 +152,7 @@ func BenchmarkForward(b *testing.B) {
 				lat = append(lat, time.Since(t0))
 			}
 		}
+		cpuDone()
 		slices.Sort(lat)
 		if len(lat) > 0 {
 			b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1e3, "p50-us")
@@ -157,6 +163,7 @@ func BenchmarkForward(b *testing.B) {
 		c := &fasthttp.HostClient{Addr: addr, MaxConns: 64}
 		b.SetParallelism(16)
 		b.ReportAllocs()
+		defer reportCPU(b)() // after RunParallel: its workers are done
 		b.RunParallel(func(pb *testing.PB) {
 			req, resp := request(addr), fasthttp.AcquireResponse()
 			defer fasthttp.ReleaseRequest(req)
@@ -179,6 +186,18 @@ func BenchmarkForward(b *testing.B) {
 	b.Run("parallel/direct", func(b *testing.B) { runParallel(b, up) })
 	for _, pol := range []string{"least_inflight", "probe"} {
 		b.Run("parallel/proxy/"+pol, func(b *testing.B) { runParallel(b, proxy(b, pol)) })
+	}
+}
+
+// reportCPU starts measuring the process's CPU time; the function it
+// returns reports it per b.N as cpu-us/op and usr-us/op.
+func reportCPU(b *testing.B) func() {
+	cpu0, usr0 := processCPU(), processUserCPU()
+	return func() {
+		if b.N > 0 {
+			b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N), "cpu-us/op")
+			b.ReportMetric(float64((processUserCPU()-usr0).Microseconds())/float64(b.N), "usr-us/op")
+		}
 	}
 }
 
