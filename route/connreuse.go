@@ -19,6 +19,7 @@ type connTable struct {
 // add registers c under its local address and returns it.
 func (t *connTable) add(c *deadlineConn) *deadlineConn {
 	c.keyAddr = c.Conn.LocalAddr()
+	c.raddr = c.Conn.RemoteAddr()
 	c.key = c.keyAddr.String()
 	t.m.Store(c.key, c)
 	return c
@@ -61,7 +62,21 @@ func (c *deadlineConn) rekey() {
 	}
 	c.conns.m.CompareAndDelete(c.key, c)
 	c.keyAddr, c.key = a, a.String()
+	c.raddr = c.Conn.RemoteAddr()
 	c.conns.m.Store(c.key, c)
+}
+
+// RemoteAddr returns the backend's address as of the socket the connection
+// was last keyed by (add, rekey): fasthttp reads it before every request
+// (Response.RemoteAddr, which the proxy does not use), and reading it
+// through guardedConn's current socket each time cost about 1% of the
+// proxy's user time under wrk. LocalAddr, which keys the connection, is
+// always read from the socket.
+func (c *deadlineConn) RemoteAddr() net.Addr {
+	if c.raddr == nil {
+		return c.Conn.RemoteAddr()
+	}
+	return c.raddr
 }
 
 // Close closes the connection. It forgets it at once unless a request is

@@ -62,6 +62,7 @@ type deadlineConn struct {
 	conns           *connTable
 	keyAddr         net.Addr // the local address this connection is known by in conns
 	key             string   // keyAddr as a string
+	raddr           net.Addr // the remote address of that socket (RemoteAddr)
 	readBy, writeBy lazyDeadline
 }
 
