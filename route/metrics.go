@@ -29,6 +29,12 @@ type Metrics struct {
 	retriesVec      *prometheus.CounterVec
 	retries         [retryAfterHead + 1]prometheus.Counter // by retryReason
 	shed            prometheus.Counter
+	// progressScrapes counts the progress watch's answered scrapes
+	// (progress_watch.go); excused the failures the breaker was not told
+	// of, by reason (excuseReason).
+	progressScrapes prometheus.Counter
+	excusedVec      *prometheus.CounterVec
+	excused         [excuseProgress + 1]prometheus.Counter
 	probes          map[string]prometheus.Counter // by outcome, resolved once
 	decisions       [probe.SourceOracle + 1]prometheus.Counter
 	codeNames       sync.Map // int -> string, status code label cache
@@ -98,8 +104,17 @@ func newMetrics(reg prometheus.Registerer, p *Proxy) (*Metrics, error) {
 			Name: "probegate_shed_total",
 			Help: "Requests answered 429 because every candidate was saturated (route.saturation.shed).",
 		}),
+		progressScrapes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "probegate_progress_scrapes_total",
+			Help: "Answered /metrics scrapes of backends with a request waiting for its first response byte longer than upstream.first_byte_timeout/2, taken so that a long generation's timeout is judged on the backend's token counters under every policy.",
+		}),
+		excusedVec: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "probegate_breaker_excused_total",
+			Help: "Upstream failures not counted against the backend's breaker, by reason: progress (a non-stream first-byte timeout while the backend's token counters advanced).",
+		}, []string{"reason"}),
 		probes: make(map[string]prometheus.Counter),
 	}
+	m.excused[excuseProgress] = m.excusedVec.WithLabelValues("progress")
 	for _, o := range []string{probe.OutcomeOK, probe.OutcomeTimeout, probe.OutcomeError, probe.OutcomeCancelled, probe.OutcomeHedge, probe.OutcomeSkippedFresh, probe.OutcomeCoalesced, probe.OutcomeSkippedSlow, probe.OutcomeSkippedRecent} {
 		m.probes[o] = m.probesVec.WithLabelValues(o)
 	}
@@ -122,6 +137,7 @@ func newMetrics(reg prometheus.Registerer, p *Proxy) (*Metrics, error) {
 	for _, c := range []prometheus.Collector{
 		m.requestsVec, m.duration, m.firstByte, m.probesVec, m.probeDuration,
 		m.decisionsVec, m.stateAge, m.decideTime, m.scrapesVec, m.scrapeIntervalV, m.retriesVec, m.shed,
+		m.progressScrapes, m.excusedVec,
 		&poolCollector{p: p},
 	} {
 		if err := reg.Register(c); err != nil {

@@ -92,6 +92,10 @@ type Proxy struct {
 	inflight atomic.Int64 // requests whose response is not yet settled
 	holds    headHolds    // responses whose head is held (first_bytes.go)
 
+	// watch scrapes backends with a long wait for a first byte
+	// (progress_watch.go); started by New, stopped by Close.
+	watch progressWatch
+
 	// Control plane, guarded by mu.
 	mu        sync.Mutex
 	backends  map[string]*Backend // every backend in the pool or draining
@@ -189,6 +193,8 @@ func New(opts Options) (*Proxy, error) {
 	ready := p.dnsReady
 	p.mu.Unlock()
 	awaitDNS(ready) // start with the resolved pool
+	p.warnProgressCut(opts.Config, nil)
+	p.startProgressWatch()
 	return p, nil
 }
 
@@ -340,6 +346,7 @@ func (p *Proxy) Reload(cfg *config.Config) error {
 	started := p.dnsReady != ready
 	ready = p.dnsReady
 	p.mu.Unlock()
+	p.warnProgressCut(cfg, old.set.cfg)
 	if started {
 		awaitDNS(ready) // a new DNS name: return with its pool
 	}
@@ -387,6 +394,7 @@ func (p *Proxy) Close() {
 	p.stopDiscoveryLocked()
 	p.mu.Unlock()
 	p.scraper.Close()
+	p.stopProgressWatch()
 	p.mu.Lock()
 	for _, b := range p.backends {
 		p.closeIdle(b)

@@ -67,6 +67,9 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 		outcome := upstreamErrOutcome(err)
 		if f.kind == failTimeout {
 			outcome = firstByteTimeoutOutcome(rc.info.Stream, b.state, sent)
+			if outcome == breaker.Ignore {
+				p.metrics.excused[excuseProgress].Inc()
+			}
 		}
 		if (f.kind == failReset || f.kind == failWrite) && reused {
 			f.stale = true
@@ -263,12 +266,15 @@ func (p *Proxy) reap() {
 // generations would otherwise open a healthy backend's breaker for
 // everyone with a few requests. So it is a failure only if the backend
 // showed no progress while the request waited: unless two of its reports
-// taken after sent (probes, scrapes) show its token counters advancing
-// (probe.State.ProgressedSince), in which case it counts as neither
-// success nor failure. A hung engine whose HTTP server still answers shows
-// no progress and trips the breaker as before; so does any backend when
-// the policy reads no reports (least_inflight, round_robin, random) or its
-// reports carry no counters (probe.endpoint: load).
+// taken after sent (probes, scrapes, the progress watch's scrapes) show
+// its token counters advancing (probe.State.ProgressedSince), in which
+// case it counts as neither success nor failure. The progress watch
+// (progress_watch.go) scrapes a backend's /metrics while one of its
+// requests waits longer than first_byte_timeout/2, so the rule holds under
+// every policy and probe.endpoint. A hung engine whose HTTP server still
+// answers shows no progress and trips the breaker as before; so does a
+// backend whose /metrics does not answer or carries no vLLM token
+// counters.
 func firstByteTimeoutOutcome(stream bool, st *probe.State, sent time.Time) breaker.Outcome {
 	if !stream && st.ProgressedSince(sent) {
 		return breaker.Ignore

@@ -1,0 +1,11 @@
+package route
+
+// excuseReason is why an upstream failure was not counted against its
+// backend's breaker: the label of probegate_breaker_excused_total.
+type excuseReason uint8
+
+const (
+	// excuseProgress: a non-stream first-byte timeout while the backend's
+	// token counters advanced (firstByteTimeoutOutcome): "progress".
+	excuseProgress excuseReason = iota
+)

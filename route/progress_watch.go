@@ -1,0 +1,148 @@
+package route
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/probegate/probegate/internal/config"
+	"github.com/probegate/probegate/probe"
+)
+
+// progressWatch gives the first-byte timeout rule (firstByteTimeoutOutcome)
+// the reports it needs under every policy. That rule counts a non-stream
+// request's first-byte timeout as neither success nor failure when two
+// reports taken while the request waited show the backend's token
+// counters advancing; the policies that read no reports (least_inflight,
+// round_robin, random) have no reports, and probe.endpoint load reports
+// carry no counter. So, off the request path, the watch looks every
+// first_byte_timeout/8 for backends with a request that has been waiting
+// for its response's first byte longer than first_byte_timeout/2, and
+// scrapes the /metrics of those backends only, once per look while the
+// wait lasts: a request that reaches its timeout has then been seen by
+// two to four such reports.
+//
+// It reads what the upstream connections already record (deadlineConn's
+// awaiting flag and the deadline its first read armed): the request path
+// pays nothing for it. A backend whose scrape loop already reads /metrics
+// at least as often is skipped. The scrapes are bounded by scrape.timeout
+// (at most the look interval) and their answers are Reported to the
+// backend's State like any scrape's.
+type progressWatch struct {
+	stop chan struct{}
+	done chan struct{}
+}
+
+// startProgressWatch starts the watch; Close stops it.
+func (p *Proxy) startProgressWatch() {
+	p.watch = progressWatch{stop: make(chan struct{}), done: make(chan struct{})}
+	go p.watchProgress(p.watch.stop, p.watch.done)
+}
+
+// stopProgressWatch stops the watch and waits until it returned, its
+// scrapes included.
+func (p *Proxy) stopProgressWatch() {
+	if p.watch.stop == nil {
+		return
+	}
+	close(p.watch.stop)
+	<-p.watch.done
+}
+
+func (p *Proxy) watchProgress(stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	t := time.NewTimer(p.snap.Load().set.firstByte / 8)
+	defer t.Stop()
+	var wg sync.WaitGroup
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		set := p.snap.Load().set
+		look := set.firstByte / 8
+		timeout := min(set.cfg.Scrape.Timeout.D(), look)
+		metricsLoop := set.reports && set.cfg.Probe.Endpoint != "load" && set.cfg.Probe.Endpoint != "/load"
+		now := time.Now()
+		for _, b := range p.snap.Load().pool.backends {
+			if metricsLoop {
+				if iv := b.state.ScrapeInterval(); iv > 0 && iv <= look {
+					continue
+				}
+			}
+			if !b.conns.waitingSince(now.Add(-set.firstByte/2), set.firstByte) {
+				continue
+			}
+			wg.Go(func() { p.scrapeProgress(b, timeout) })
+		}
+		wg.Wait()
+		t.Reset(look)
+	}
+}
+
+// scrapeProgress fetches b's /metrics within timeout and Reports it.
+func (p *Proxy) scrapeProgress(b *Backend, timeout time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	l, err := p.fetcher.Fetch(ctx, b.state, probe.EndpointMetrics)
+	if err != nil {
+		return // no report: the timeout counts, as it always did
+	}
+	l.Source = probe.SourceScrape
+	b.state.Report(&l)
+	p.metrics.progressScrapes.Inc()
+}
+
+// waitingSince reports whether one of the table's connections carries a
+// request that has been waiting for its response's first byte since
+// before t. firstByte is the connections' upstream.first_byte_timeout: the
+// first read of a request arms its deadline between firstByte and
+// firstByte+firstByte/16 away (lazyDeadline), so the wait began at most
+// firstByte before that deadline. It reads only atomics; a connection
+// whose first read has not armed its deadline yet is not counted.
+func (t *connTable) waitingSince(before time.Time, firstByte time.Duration) bool {
+	found := false
+	cut := before.Add(firstByte).UnixNano()
+	t.m.Range(func(_, v any) bool {
+		c := v.(*deadlineConn)
+		if !c.awaiting.Load() {
+			return true
+		}
+		if u := c.readBy.until.Load(); u != 0 && u <= cut {
+			found = true
+			return false
+		}
+		return true
+	})
+	return found
+}
+
+// progressCut returns the bound of the progress watch's scrapes under
+// cfg, first_byte_timeout/8, and whether it cuts them shorter than
+// scrape.timeout allows.
+func progressCut(cfg *config.Config) (time.Duration, bool) {
+	look := cfg.Upstream.FirstByteTimeout.D() / 8
+	return look, cfg.Scrape.Timeout.D() > look
+}
+
+// warnProgressCut logs, once per configuration that brings it (at start,
+// or a reload that changes either key), that the progress watch's scrapes
+// are cut below scrape.timeout: a backend whose /metrics answers slower
+// than first_byte_timeout/8 then shows no progress, and its long
+// non-stream generations' timeouts count against its breaker. old is the
+// configuration replaced (nil at start).
+func (p *Proxy) warnProgressCut(cfg, old *config.Config) {
+	look, cut := progressCut(cfg)
+	if !cut {
+		return
+	}
+	if old != nil {
+		if _, was := progressCut(old); was && old.Upstream.FirstByteTimeout == cfg.Upstream.FirstByteTimeout && old.Scrape.Timeout == cfg.Scrape.Timeout {
+			return
+		}
+	}
+	p.log.Warn().Str("key", "upstream.first_byte_timeout").Str("other_key", "scrape.timeout").
+		Dur("first_byte_timeout", cfg.Upstream.FirstByteTimeout.D()).Dur("scrape_timeout", cfg.Scrape.Timeout.D()).
+		Msgf("upstream.first_byte_timeout/8 (%v) is below scrape.timeout: the breaker's progress scrapes of a backend with a long wait are cut at %v, so a backend whose /metrics answers slower shows no progress and its long non-stream generations count as failures; raise upstream.first_byte_timeout or lower scrape.timeout", look, look)
+}

@@ -1,0 +1,167 @@
+package route
+
+import (
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/probegate/probegate/internal/config"
+	"github.com/probegate/probegate/internal/vllmsim"
+)
+
+// blindPolicies are the setups whose own reports carry no token counter:
+// three policies that read no reports and a scraping one whose endpoint
+// is /load. Only the progress watch's scrapes show the backend working.
+var blindPolicies = []struct {
+	name, policy, endpoint string
+}{
+	{"least_inflight", "least_inflight", ""},
+	{"round_robin", "round_robin", ""},
+	{"random", "random", ""},
+	{"cached_endpoint_load", "cached", "load"},
+}
+
+// blindConfig is one simulated pod behind setup, with a first_byte_timeout
+// far below a long generation and a breaker that stays open for the whole
+// test once opened.
+func blindConfig(url, policy, endpoint string) *config.Config {
+	cfg := testConfig(url)
+	cfg.Route.Policy = policy
+	if endpoint != "" {
+		cfg.Probe.Endpoint = endpoint
+	}
+	cfg.Scrape.Timeout = config.Duration(100 * time.Millisecond)
+	cfg.Upstream.FirstByteTimeout = config.Duration(800 * time.Millisecond)
+	cfg.Breaker.OpenFor = config.Duration(10 * time.Second)
+	return cfg
+}
+
+// A client asking a healthy pod for generations longer than
+// upstream.first_byte_timeout never opens its breaker under any policy or
+// probe.endpoint: the progress watch scrapes the pod's /metrics while the
+// requests wait, and its token counters advance. Without the watch (or
+// with the rule ignoring its reports) the first burst opens the breaker
+// in every setup.
+func TestLongGenerationsNeverOpenABreakerUnderBlindPolicies(t *testing.T) {
+	for _, tc := range blindPolicies {
+		t.Run(tc.name, func(t *testing.T) {
+			fleet := ftFleet(t, 1)
+			cfg := blindConfig(fleet.URLs()[0], tc.policy, tc.endpoint)
+			tp := startProxy(t, cfg)
+			url := tp.url("/v1/completions")
+			if code := postStatus(t, url, ftBody(4, false)); code != 200 {
+				t.Fatalf("warm-up: %d", code)
+			}
+			long := ftBody(100000, false)
+			for round := range 2 {
+				n := 2 * cfg.Breaker.ConsecutiveFailures
+				codes := make([]int, n)
+				var wg sync.WaitGroup
+				for i := range n {
+					wg.Go(func() { codes[i] = postStatus(t, url, long) })
+				}
+				wg.Wait()
+				for i, c := range codes {
+					if c != 504 {
+						t.Fatalf("round %d, request %d: %d, want 504", round, i, c)
+					}
+				}
+				if st := tp.DebugBackends()[0].Breaker; st != "closed" {
+					t.Fatalf("round %d: breaker %s after long generations on a working pod", round, st)
+				}
+				if code := postStatus(t, url, ftBody(1, false)); code != 200 {
+					t.Fatalf("round %d: a short request after the long ones: %d, want 200", round, code)
+				}
+			}
+			if got := tp.counter(t, "probegate_breaker_excused_total", map[string]string{"reason": "progress"}); got < float64(2*2*cfg.Breaker.ConsecutiveFailures) {
+				t.Errorf("excused{progress} = %v, want every timeout (%d)", got, 2*2*cfg.Breaker.ConsecutiveFailures)
+			}
+			if got := tp.counter(t, "probegate_progress_scrapes_total", nil); got < 2 {
+				t.Errorf("progress scrapes = %v, want at least two per burst", got)
+			}
+		})
+	}
+}
+
+// A hung engine whose HTTP server still answers /metrics shows no
+// progress under the blind setups either: its first-byte timeouts open the
+// breaker after exactly breaker.consecutive_failures of them, though the
+// watch scrapes it. It fails if the watch's reports excuse any timeout.
+func TestHungEngineStillOpensItsBreakerUnderBlindPolicies(t *testing.T) {
+	for _, tc := range blindPolicies {
+		t.Run(tc.name, func(t *testing.T) {
+			fleet := ftFleet(t, 1)
+			pod := fleet.Servers()[0]
+			cfg := blindConfig(fleet.URLs()[0], tc.policy, tc.endpoint)
+			tp := startProxy(t, cfg)
+			url := tp.url("/v1/completions")
+			if code := postStatus(t, url, ftBody(4, false)); code != 200 {
+				t.Fatalf("warm-up: %d", code)
+			}
+			pod.SetFaults(vllmsim.Faults{Hang: true})
+			before := tp.counter(t, "probegate_progress_scrapes_total", nil)
+			for i := range cfg.Breaker.ConsecutiveFailures {
+				if code := postStatus(t, url, ftBody(1, false)); code != 504 {
+					t.Fatalf("request %d to the hung pod: %d, want 504", i, code)
+				}
+			}
+			if st := tp.DebugBackends()[0].Breaker; st != "open" {
+				t.Fatalf("breaker %s after %d timeouts of a hung pod, want open", st, cfg.Breaker.ConsecutiveFailures)
+			}
+			if got := tp.counter(t, "probegate_progress_scrapes_total", nil) - before; got < float64(cfg.Breaker.ConsecutiveFailures) {
+				t.Fatalf("progress scrapes of the hung pod = %v, want at least one per request: the test needs reports flowing", got)
+			}
+			envelope(t, post(t, url, ftBody(1, false)), 503)
+		})
+	}
+}
+
+// When upstream.first_byte_timeout/8 is below scrape.timeout, the progress
+// watch's scrapes are cut shorter than the operator allows scrapes: the
+// proxy says so once, at start, naming both keys; a reload that keeps both
+// values says nothing more, one that changes them into the same problem
+// says it again, and the defaults never do.
+func TestProgressCutWarnsOnceNamingTheKeys(t *testing.T) {
+	const warning = "upstream.first_byte_timeout/8"
+	up := upstream(t, func(w http.ResponseWriter, _ *http.Request) {})
+	var logs syncBuffer
+	cfg := testConfig(up.URL)
+	cfg.Upstream.FirstByteTimeout = config.Duration(400 * time.Millisecond)
+	cfg.Scrape.Timeout = config.Duration(100 * time.Millisecond)
+	tp := startProxy(t, cfg, func(o *Options) { o.Logger = zerolog.New(&logs) })
+	if got := logs.count(warning); got != 1 {
+		t.Fatalf("warned %d times at start, want once", got)
+	}
+	if logs.count(`"level":"warn"`) != 1 {
+		t.Errorf("the warning is not at warn level: %s", logs.String())
+	}
+	if logs.count(`"key":"upstream.first_byte_timeout"`) != 1 || logs.count(`"other_key":"scrape.timeout"`) != 1 {
+		t.Errorf("the warning does not carry both keys: %s", logs.String())
+	}
+	same := *cfg
+	if err := tp.Reload(&same); err != nil {
+		t.Fatal(err)
+	}
+	if got := logs.count(warning); got != 1 {
+		t.Fatalf("warned %d times after a reload that kept both keys, want once", got)
+	}
+	other := *cfg
+	other.Scrape.Timeout = config.Duration(80 * time.Millisecond)
+	if err := tp.Reload(&other); err != nil {
+		t.Fatal(err)
+	}
+	if got := logs.count(warning); got != 2 {
+		t.Fatalf("warned %d times after a reload into another cut, want twice", got)
+	}
+
+	var quiet syncBuffer
+	def := config.Default()
+	def.Backends.Static = []string{up.URL}
+	startProxy(t, def, func(o *Options) { o.Logger = zerolog.New(&quiet) })
+	if got := quiet.count(warning); got != 0 {
+		t.Fatalf("warned %d times with the default timeouts: %q", got, quiet.String())
+	}
+}
