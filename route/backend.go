@@ -31,6 +31,7 @@ type Backend struct {
 	draining     atomic.Bool            // removed from the pool; finishing in-flight requests
 	closed       atomic.Bool            // its HostClient's idle connections were closed
 	origin       atomic.Pointer[string] // the discovery source that named it
+	canary       canary                 // judges its 5xx answers (canary.go)
 }
 
 // Origin returns where the backend was found: "static", "dns:NAME" or a

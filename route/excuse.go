@@ -8,4 +8,7 @@ const (
 	// excuseProgress: a non-stream first-byte timeout while the backend's
 	// token counters advanced (firstByteTimeoutOutcome): "progress".
 	excuseProgress excuseReason = iota
+	// excuseHealthy: a 5xx answer from a backend that answers the
+	// proxy's canary (judgeServerError): "healthy".
+	excuseHealthy
 )

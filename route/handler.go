@@ -126,6 +126,7 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 	reason := retryNone // why the next attempt is a retry
 	attempts := 0       // attempts forwarded to a backend
 	ntried := 0         // entries of rc.tried in use
+	drops := 0          // attempts a backend dropped after they went out (poison.go)
 	// attempts counts the requests sent, which upstream.retries bounds; a
 	// breaker refusal sends nothing and costs no time, so it does not count
 	// (rc.tried's size bounds those re-picks).
@@ -184,6 +185,19 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 		reason = retryReasonFor(f, rt.retryOnReset)
 		if reason == retryNone {
 			break
+		}
+		if reason.dropped() {
+			// A dropped request may be what crashed the pod: re-sent
+			// once at most, and never again once two pods dropped it
+			// (poison.go).
+			drops++
+			if drops > 1 {
+				p.poisoned(rc, body, rc.tried[:ntried])
+				break
+			}
+			if p.poison.has(body, p.now()) {
+				break
+			}
 		}
 		if attempts <= rt.retries && b.draining.Load() {
 			p.reap() // b will not be counted: nothing of it is left to keep

@@ -34,7 +34,8 @@ type Metrics struct {
 	// of, by reason (excuseReason).
 	progressScrapes prometheus.Counter
 	excusedVec      *prometheus.CounterVec
-	excused         [excuseProgress + 1]prometheus.Counter
+	excused         [excuseHealthy + 1]prometheus.Counter
+	poison          prometheus.Counter            // requests two backends dropped in a row (poison.go)
 	probes          map[string]prometheus.Counter // by outcome, resolved once
 	decisions       [probe.SourceOracle + 1]prometheus.Counter
 	codeNames       sync.Map // int -> string, status code label cache
@@ -110,11 +111,16 @@ func newMetrics(reg prometheus.Registerer, p *Proxy) (*Metrics, error) {
 		}),
 		excusedVec: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "probegate_breaker_excused_total",
-			Help: "Upstream failures not counted against the backend's breaker, by reason: progress (a non-stream first-byte timeout while the backend's token counters advanced).",
+			Help: "Upstream failures not counted against the backend's breaker, by reason: progress (a non-stream first-byte timeout while the backend's token counters advanced), healthy (a 5xx answer while the backend answered the proxy's one-token canary completion without a 5xx).",
 		}, []string{"reason"}),
+		poison: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "probegate_poison_requests_total",
+			Help: "Requests dropped by two backends in a row (connection closed or reset after the request went out, before any answer byte reached the client): not re-sent again, and their body is not re-sent after a drop for 10 minutes (a request that crashes pods would crash one more with each re-send).",
+		}),
 		probes: make(map[string]prometheus.Counter),
 	}
 	m.excused[excuseProgress] = m.excusedVec.WithLabelValues("progress")
+	m.excused[excuseHealthy] = m.excusedVec.WithLabelValues("healthy")
 	for _, o := range []string{probe.OutcomeOK, probe.OutcomeTimeout, probe.OutcomeError, probe.OutcomeCancelled, probe.OutcomeHedge, probe.OutcomeSkippedFresh, probe.OutcomeCoalesced, probe.OutcomeSkippedSlow, probe.OutcomeSkippedRecent} {
 		m.probes[o] = m.probesVec.WithLabelValues(o)
 	}
@@ -137,7 +143,7 @@ func newMetrics(reg prometheus.Registerer, p *Proxy) (*Metrics, error) {
 	for _, c := range []prometheus.Collector{
 		m.requestsVec, m.duration, m.firstByte, m.probesVec, m.probeDuration,
 		m.decisionsVec, m.stateAge, m.decideTime, m.scrapesVec, m.scrapeIntervalV, m.retriesVec, m.shed,
-		m.progressScrapes, m.excusedVec,
+		m.progressScrapes, m.excusedVec, m.poison,
 		&poolCollector{p: p},
 	} {
 		if err := reg.Register(c); err != nil {

@@ -95,6 +95,8 @@ type Proxy struct {
 	// watch scrapes backends with a long wait for a first byte
 	// (progress_watch.go); started by New, stopped by Close.
 	watch progressWatch
+	// poison remembers bodies two backends dropped in a row (poison.go).
+	poison poisonTable
 
 	// Control plane, guarded by mu.
 	mu        sync.Mutex

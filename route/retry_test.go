@@ -359,6 +359,10 @@ func TestBreakerRefusalDoesNotSpendRetries(t *testing.T) {
 	release := make(chan struct{})
 	half := upstream(t, func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
+		if isCanary(r) {
+			w.WriteHeader(500) // the pod is sick: the 500 counts
+			return
+		}
 		if hits.Add(1) == 1 {
 			w.WriteHeader(500) // opens the breaker (consecutive_failures 1)
 			return

@@ -98,6 +98,13 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 	}
 	// The head's arrival: the first byte's latency and an ORCA report's time.
 	headAt := p.now()
+	if status >= 500 {
+		// A 5xx is judged by a canary request no client shapes
+		// (canary.go), not taken on the client's word; decided now,
+		// nothing later reports on the ticket.
+		ticket.Done(p.judgeServerError(rt, b))
+		ticket = breaker.Ticket{}
+	}
 	// The fields of the upstream head the proxy strips, found in one pass.
 	fields := responseFields(&resp.Header)
 	if rt.orca && fields&fORCA != 0 {
