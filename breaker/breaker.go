@@ -4,7 +4,9 @@
 // A breaker opens after breaker.consecutive_failures consecutive failures,
 // rejects everything for breaker.open_for, then admits
 // breaker.half_open_requests trial requests: if all succeed it closes, and
-// the first failure reopens it. What counts as a failure is the caller's
+// the first failure reopens it; the caller's evidence that the backend
+// works may also close it while a trial is under way
+// (CloseOnTrialProgress). What counts as a failure is the caller's
 // decision, reported once per admitted request as an Outcome: dial errors,
 // 5xx and timeouts are Failure; 429 and a client's cancellation are Ignore,
 // which counts neither way.
@@ -151,6 +153,7 @@ type window struct {
 	failures  atomic.Int64 // Closed: consecutive failures
 	taken     atomic.Int64 // HalfOpen: trial slots taken (admitted, not Ignored)
 	successes atomic.Int64 // HalfOpen: successful trials
+	trialAt   atomic.Int64 // HalfOpen: the clock's time since epoch of the first trial admitted; 0: none
 }
 
 type transition struct{ from, to State }
@@ -216,10 +219,15 @@ func (b *Breaker) current() *window {
 // window in state to, and delivers the transition to onChange. If another
 // goroutine already left from, it does nothing.
 func (b *Breaker) transition(from *window, to State) {
+	b.transitionIf(from, to)
+}
+
+// transitionIf is transition, reporting whether it made the transition.
+func (b *Breaker) transitionIf(from *window, to State) bool {
 	b.mu.Lock()
 	if b.cur.Load() != from {
 		b.mu.Unlock()
-		return
+		return false
 	}
 	w := &window{b: b, state: to}
 	if to == Open {
@@ -232,6 +240,7 @@ func (b *Breaker) transition(from *window, to State) {
 	}
 	b.mu.Unlock()
 	b.flush()
+	return true
 }
 
 // flush delivers queued transitions to onChange. Only one goroutine
@@ -319,6 +328,9 @@ func (b *Breaker) Allow() (Ticket, error) {
 		if b.cur.Load() == w {
 			// The slot was taken while w was current: the request is
 			// one of w's trials.
+			if w.trialAt.Load() == 0 {
+				w.trialAt.CompareAndSwap(0, max(b.elapsed(), 1))
+			}
 			return Ticket{w}, nil
 		}
 		// w was left (a trial failed or all succeeded) before the slot was
@@ -382,6 +394,36 @@ func (b *Breaker) Available() bool {
 		return true
 	}
 	return b.elapsed() > w.openUntil
+}
+
+// TrialUnderWay reports, without locking, whether the breaker is
+// half-open with a trial request admitted and not yet decided.
+func (b *Breaker) TrialUnderWay() bool {
+	w := b.cur.Load()
+	return w.state == HalfOpen && w.taken.Load() > w.successes.Load()
+}
+
+// CloseOnTrialProgress closes a half-open breaker whose trial is under
+// way when progressed reports that the backend worked after the first
+// trial was admitted (progressed is given that time, on the breaker's
+// clock), and reports whether it did. It is for a trial whose answer takes
+// long (a non-stream generation's head comes after the whole generation):
+// evidence that the backend works, such as its token counters advancing
+// (probe.State.ProgressedSince), decides it before the answer, so the
+// backend is not kept out of every pick for as long as one client's
+// generation runs. The trial's own outcome, when it comes, is then stale
+// and ignored. Only the caller's evidence closes the breaker: progressed
+// must not be true of a backend that merely answers.
+func (b *Breaker) CloseOnTrialProgress(progressed func(since time.Time) bool) bool {
+	w := b.current()
+	if w.state != HalfOpen {
+		return false
+	}
+	at := w.trialAt.Load()
+	if at == 0 || w.taken.Load() <= w.successes.Load() || !progressed(b.epoch.Add(time.Duration(at))) {
+		return false
+	}
+	return b.transitionIf(w, Closed)
 }
 
 // State returns the breaker's current state, moving an open breaker whose

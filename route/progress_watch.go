@@ -20,7 +20,11 @@ import (
 // for its response's first byte longer than first_byte_timeout/2, and
 // scrapes the /metrics of those backends only, once per look while the
 // wait lasts: a request that reaches its timeout has then been seen by
-// two to four such reports.
+// two to four such reports. It also scrapes backends whose breaker is
+// half-open, and closes the breaker once their token counters advance
+// after the trial request was admitted: a non-stream trial's answer comes
+// only after its whole generation, and until then the trial slot keeps
+// the backend out of every pick (breaker.Breaker.CloseOnTrialProgress).
 //
 // It reads what the upstream connections already record (deadlineConn's
 // awaiting flag and the deadline its first read armed): the request path
@@ -65,20 +69,33 @@ func (p *Proxy) watchProgress(stop <-chan struct{}, done chan<- struct{}) {
 		timeout := min(set.cfg.Scrape.Timeout.D(), look)
 		metricsLoop := set.reports && set.cfg.Probe.Endpoint != "load" && set.cfg.Probe.Endpoint != "/load"
 		now := time.Now()
-		for _, b := range p.snap.Load().pool.backends {
+		pool := p.snap.Load().pool
+		for _, b := range pool.backends {
 			if metricsLoop {
 				if iv := b.state.ScrapeInterval(); iv > 0 && iv <= look {
 					continue
 				}
 			}
-			if !b.conns.waitingSince(now.Add(-set.firstByte/2), set.firstByte) {
+			if !trialUnderWay(b) && !b.conns.waitingSince(now.Add(-set.firstByte/2), set.firstByte) {
 				continue
 			}
 			wg.Go(func() { p.scrapeProgress(b, timeout) })
 		}
 		wg.Wait()
+		for _, b := range pool.backends {
+			if trialUnderWay(b) && b.brk.CloseOnTrialProgress(b.state.ProgressedSince) {
+				p.log.Info().Str("backend", b.addr).Msg("breaker closed: the backend's token counters advance while its half-open trial request waits for its answer")
+			}
+		}
 		t.Reset(look)
 	}
+}
+
+// trialUnderWay reports whether b's breaker is half-open with a trial
+// request under way, which may be waiting for a long answer that b's
+// progress can decide earlier (breaker.Breaker.CloseOnTrialProgress).
+func trialUnderWay(b *Backend) bool {
+	return b.brk != nil && b.brk.TrialUnderWay()
 }
 
 // scrapeProgress fetches b's /metrics within timeout and Reports it.

@@ -165,3 +165,95 @@ func TestProgressCutWarnsOnceNamingTheKeys(t *testing.T) {
 		t.Fatalf("warned %d times with the default timeouts: %q", got, quiet.String())
 	}
 }
+
+// A half-open breaker whose trial is a long non-stream generation is closed
+// as soon as the pod's token counters advance, before the trial's answer:
+// until then the trial slot keeps the pod out of every pick (here, the
+// only pod: 503 for everyone). Without it the breaker stays half-open until
+// the trial ends at first_byte_timeout.
+func TestLongTrialClosesTheBreakerOnProgress(t *testing.T) {
+	fleet := ftFleet(t, 1)
+	pod := fleet.Servers()[0]
+	cfg := blindConfig(fleet.URLs()[0], "least_inflight", "")
+	cfg.Breaker.OpenFor = config.Duration(300 * time.Millisecond)
+	tp := startProxy(t, cfg)
+	url := tp.url("/v1/completions")
+	pod.SetFaults(vllmsim.Faults{FailRate: 1}) // the canary fails too
+	for i := range cfg.Breaker.ConsecutiveFailures {
+		if code := postStatus(t, url, ftBody(1, false)); code != 500 {
+			t.Fatalf("request %d: %d, want the failing pod's 500", i, code)
+		}
+	}
+	if st := tp.DebugBackends()[0].Breaker; st != "open" {
+		t.Fatalf("breaker %s, want open", st)
+	}
+	pod.SetFaults(vllmsim.Faults{})
+	time.Sleep(cfg.Breaker.OpenFor.D() + 50*time.Millisecond)
+	started := time.Now()
+	trial := make(chan int, 1)
+	go func() { trial <- postStatus(t, url, ftBody(100000, false)) }()
+	fbt := cfg.Upstream.FirstByteTimeout.D()
+	for tp.DebugBackends()[0].Breaker != "closed" {
+		select {
+		case code := <-trial:
+			t.Fatalf("the trial ended (%d after %v) with the breaker still %s", code, time.Since(started), tp.DebugBackends()[0].Breaker)
+		default:
+		}
+		if time.Since(started) > fbt {
+			t.Fatalf("breaker %s %v after the trial started", tp.DebugBackends()[0].Breaker, fbt)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	closedAfter := time.Since(started)
+	if code := postStatus(t, url, ftBody(1, false)); code != 200 {
+		t.Fatalf("a request beside the trial: %d, want 200", code)
+	}
+	if code := <-trial; code != 504 {
+		t.Fatalf("the trial: %d, want 504 (longer than first_byte_timeout)", code)
+	}
+	if st := tp.DebugBackends()[0].Breaker; st != "closed" {
+		t.Fatalf("breaker %s after the trial's timeout, want closed", st)
+	}
+	t.Logf("closed %v after the trial started (first_byte_timeout %v)", closedAfter, fbt)
+}
+
+// A hung pod's trial shows no progress: the watch scrapes it while the
+// trial waits, but the breaker never closes, and the trial's timeout opens
+// it again.
+func TestHungTrialDoesNotCloseTheBreaker(t *testing.T) {
+	fleet := ftFleet(t, 1)
+	pod := fleet.Servers()[0]
+	cfg := blindConfig(fleet.URLs()[0], "least_inflight", "")
+	cfg.Breaker.OpenFor = config.Duration(300 * time.Millisecond)
+	tp := startProxy(t, cfg)
+	url := tp.url("/v1/completions")
+	pod.SetFaults(vllmsim.Faults{FailRate: 1})
+	for range cfg.Breaker.ConsecutiveFailures {
+		postStatus(t, url, ftBody(1, false))
+	}
+	pod.SetFaults(vllmsim.Faults{Hang: true})
+	time.Sleep(cfg.Breaker.OpenFor.D() + 50*time.Millisecond)
+	before := tp.counter(t, "probegate_progress_scrapes_total", nil)
+	trial := make(chan int, 1)
+	go func() { trial <- postStatus(t, url, ftBody(1, false)) }()
+	for {
+		select {
+		case code := <-trial:
+			if code != 504 {
+				t.Fatalf("the hung trial: %d, want 504", code)
+			}
+			if st := tp.DebugBackends()[0].Breaker; st != "open" {
+				t.Fatalf("breaker %s after the hung trial, want open", st)
+			}
+			if got := tp.counter(t, "probegate_progress_scrapes_total", nil) - before; got < 2 {
+				t.Fatalf("%v progress scrapes while the trial waited, want at least 2: the test needs reports", got)
+			}
+			return
+		default:
+		}
+		if st := tp.DebugBackends()[0].Breaker; st == "closed" {
+			t.Fatal("breaker closed while a hung pod's trial waits")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
