@@ -79,8 +79,9 @@ func (r retryReason) dropped() bool {
 	return r == retryReset || r == retryStale || r == retryAfterHead
 }
 
-// poisoned records that the request's body was dropped by two backends in
-// a row, the last two of tried.
+// poisoned records that the request's body was dropped twice in a row, by
+// the last two of tried (the same backend twice when it was the only one
+// left to try again on a fresh connection after a stale one).
 func (p *Proxy) poisoned(rc *reqCtx, body []byte, tried []*Backend) {
 	p.poison.add(body, p.now())
 	p.metrics.poison.Inc()
@@ -88,5 +89,5 @@ func (p *Proxy) poisoned(rc *reqCtx, body []byte, tried []*Backend) {
 	if n := len(tried); n >= 2 {
 		ev = ev.Str("backend", tried[n-1].addr).Str("previous_backend", tried[n-2].addr)
 	}
-	ev.Msg("request dropped by two backends in a row: not re-sent, nor its body after a drop for 10m (a request that crashes pods?)")
+	ev.Msg("request dropped twice in a row: not re-sent, nor its body after a drop for 10m (a request that crashes pods?)")
 }
