@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	goruntime "runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -259,7 +260,7 @@ func ftCheckProbeFallback(t *testing.T, tp *testProxy, cfg *config.Config, bad, 
 	base := goruntime.NumGoroutine()
 	// A request to the simulator costs ~5 ms; the rest is the probe.
 	bound := cfg.Probe.Deadline.D() + 400*time.Millisecond // slack for -race
-	var slowest time.Duration
+	var took []time.Duration
 	for i := 0; i < 40; i++ {
 		start := time.Now()
 		resp := post(t, tp.url("/v1/completions"), ftBody(1, false))
@@ -268,9 +269,20 @@ func ftCheckProbeFallback(t *testing.T, tp *testProxy, cfg *config.Config, bad, 
 		if resp.StatusCode != 200 {
 			t.Fatalf("request %d: %d", i, resp.StatusCode)
 		}
-		slowest = max(slowest, time.Since(start))
+		took = append(took, time.Since(start))
 	}
-	if slowest > bound {
+	// Nearly every request within the deadline plus the request: the 90th
+	// percentile, not the slowest, is held to that, because a -race run on
+	// a starved CPU can stall any one request for half a second whatever
+	// the proxy does (seen: 521 ms on the garbage pod, which answers at
+	// once). The slowest is held to a bound no stall reaches but a probe
+	// that is not cut does: the bad pod's probe never answers, and only the
+	// first requests to probe it wait before it is skipped as slow.
+	slices.Sort(took)
+	if p90 := took[len(took)*9/10]; p90 > bound {
+		t.Errorf("90th percentile request took %v (slowest %v), want at most the probe deadline (%v) plus the request", p90, took[len(took)-1], cfg.Probe.Deadline.D())
+	}
+	if slowest := took[len(took)-1]; slowest > cfg.Probe.Deadline.D()+3*time.Second {
 		t.Errorf("slowest request took %v, want at most the probe deadline (%v) plus the request", slowest, cfg.Probe.Deadline.D())
 	}
 	ftPoll(t, 3*time.Second, "scrapes of the bad pod report "+scrapeOutcome, func() bool {
@@ -349,8 +361,17 @@ func TestFailingAndHangingPods(t *testing.T) {
 				t.Fatalf("status %d", resp.StatusCode)
 			}
 		}
-		if timeouts != cfg.Breaker.ConsecutiveFailures {
-			t.Fatalf("%d requests timed out, want exactly breaker.consecutive_failures (%d)", timeouts, cfg.Breaker.ConsecutiveFailures)
+		// The breaker bounds what the hung pod costs: exactly
+		// consecutive_failures requests were sent to it. Counted per
+		// backend, not as the client's 504s: a CPU-starved -race run can
+		// also stall the healthy pod's answer past the 200 ms
+		// first_byte_timeout, which is a correct 504 the breaker allows.
+		hungAddr := fleet.Addrs()[0]
+		if n := tp.counter(t, "probegate_requests_total", map[string]string{"backend": hungAddr, "code": "504"}); int(n) != cfg.Breaker.ConsecutiveFailures {
+			t.Fatalf("the hung pod timed out %v requests (%d 504s in all), want exactly breaker.consecutive_failures (%d)", n, timeouts, cfg.Breaker.ConsecutiveFailures)
+		}
+		if timeouts < cfg.Breaker.ConsecutiveFailures {
+			t.Fatalf("%d requests timed out at the client, want at least breaker.consecutive_failures (%d)", timeouts, cfg.Breaker.ConsecutiveFailures)
 		}
 		// The hung requests were abandoned: the pod sees none in flight.
 		ftPoll(t, 2*time.Second, "the hung pod's requests are released", func() bool { return hung.State().ServerLoad == 0 })
@@ -373,16 +394,21 @@ func TestAllPodsGoneAndBack(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	if readyz() != 200 {
-		t.Fatal("/readyz fails with a healthy fleet")
-	}
+	// Ready once the first scrapes answered (under CPU starvation that can
+	// take longer than the test's first statement).
+	ftPoll(t, 3*time.Second, "/readyz passes with a healthy fleet", func() bool { return readyz() == 200 })
 	fleet.Close()
+	var took []time.Duration
 	for i := 0; i < 10; i++ {
 		start := time.Now()
 		envelope(t, post(t, tp.url("/v1/completions"), ftBody(1, false)), 503)
-		if d := time.Since(start); d > 500*time.Millisecond {
-			t.Errorf("503 after %v, want at once", d)
-		}
+		took = append(took, time.Since(start))
+	}
+	// "At once" is judged on the median: one request the scheduler left
+	// waiting is not what a user of a dead fleet sees, ten slow ones are.
+	slices.Sort(took)
+	if d := took[len(took)/2]; d > 500*time.Millisecond {
+		t.Errorf("503s took %v (median %v), want at once", took, d)
 	}
 	ftPoll(t, 2*time.Second, "/readyz fails", func() bool { return readyz() == 503 })
 
