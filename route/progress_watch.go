@@ -55,7 +55,7 @@ func (p *Proxy) stopProgressWatch() {
 
 func (p *Proxy) watchProgress(stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
-	t := time.NewTimer(p.snap.Load().set.firstByte / 8)
+	t := time.NewTimer(progressLook(p.snap.Load().set.firstByte))
 	defer t.Stop()
 	var wg sync.WaitGroup
 	for {
@@ -65,7 +65,7 @@ func (p *Proxy) watchProgress(stop <-chan struct{}, done chan<- struct{}) {
 		case <-t.C:
 		}
 		set := p.snap.Load().set
-		look := set.firstByte / 8
+		look := progressLook(set.firstByte)
 		timeout := min(set.cfg.Scrape.Timeout.D(), look)
 		metricsLoop := set.reports && set.cfg.Probe.Endpoint != "load" && set.cfg.Probe.Endpoint != "/load"
 		now := time.Now()
@@ -90,6 +90,16 @@ func (p *Proxy) watchProgress(stop <-chan struct{}, done chan<- struct{}) {
 		t.Reset(look)
 	}
 }
+
+// progressLook is the watch's period for upstream.first_byte_timeout
+// firstByte: an eighth of it, and never below minProgressLook.
+func progressLook(firstByte time.Duration) time.Duration {
+	return max(firstByte/8, minProgressLook)
+}
+
+// minProgressLook keeps a tiny first_byte_timeout from making the watch
+// spin; below it the rule sees fewer reports (and progressCut warns).
+const minProgressLook = 5 * time.Millisecond
 
 // trialUnderWay reports whether b's breaker is half-open with a trial
 // request under way, which may be waiting for a long answer that b's
@@ -139,7 +149,7 @@ func (t *connTable) waitingSince(before time.Time, firstByte time.Duration) bool
 // cfg, first_byte_timeout/8, and whether it cuts them shorter than
 // scrape.timeout allows.
 func progressCut(cfg *config.Config) (time.Duration, bool) {
-	look := cfg.Upstream.FirstByteTimeout.D() / 8
+	look := progressLook(cfg.Upstream.FirstByteTimeout.D())
 	return look, cfg.Scrape.Timeout.D() > look
 }
 
