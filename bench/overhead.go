@@ -67,6 +67,10 @@ type OverheadResult struct {
 	// every figure of Targets is then the median of the target's rounds,
 	// which each target lists in its own Rounds.
 	Rounds int `json:"rounds,omitempty"`
+	// Upstream says how the two fast upstreams ran: "" in this process
+	// (fasthttp), else as child processes, on Linux raw epoll loops
+	// (rawUpstream).
+	Upstream string `json:"upstream,omitempty"`
 	// Pin is the placement of a -pin run (nil: not pinned; every process
 	// may run on every CPU and the upstreams share this process).
 	Pin *PinInfo `json:"pin,omitempty"`
@@ -329,8 +333,8 @@ func RunOverhead(ctx context.Context, o OverheadOptions) (*OverheadResult, error
 		}
 	}
 	var upAddrs []string
-	var upPgids []int // the upstream children's process groups (pinned)
-	if tcpus == nil {
+	var upPgids []int // the upstream children's process groups
+	if tcpus == nil && !rawUpstreamSupported {
 		ups := make([]*fastUpstream, 2)
 		for i := range ups {
 			if ups[i], err = startFastUpstream(); err != nil {
@@ -340,16 +344,24 @@ func RunOverhead(ctx context.Context, o OverheadOptions) (*OverheadResult, error
 		}
 		upAddrs = []string{ups[0].Addr(), ups[1].Addr()}
 	} else {
-		// Pinned, the upstreams run beside the target, apart from the
-		// generators: as child processes of this executable.
+		// The upstreams run as child processes of this executable, apart
+		// from the generators (pinned: beside the target): on Linux each
+		// is the raw epoll loop (rawUpstream), the cheapest on the CPUs the
+		// targets share with them.
 		for range 2 {
-			u, err := startUpstreamChild(ctx, tmp, tcpus)
+			u, err := startUpstreamChild(ctx, tmp, tcpus, rawUpstreamSupported)
 			if err != nil {
 				return nil, err
 			}
 			defer u.Stop()
 			upAddrs = append(upAddrs, u.addr)
 			upPgids = append(upPgids, u.cmd.Process.Pid)
+		}
+	}
+	if len(upPgids) > 0 {
+		res.Upstream = "child processes"
+		if rawUpstreamSupported {
+			res.Upstream = "raw epoll loops (child processes)"
 		}
 	}
 
@@ -791,7 +803,7 @@ func measureRSS(ctx context.Context, bin, dir string, n int, res *OverheadResult
 	// The upstream holding the streams runs as a child process (this
 	// executable re-run, see ServeUpstreamIfChild) so that this process
 	// only holds the client ends of the streams.
-	up, err := startUpstreamChild(ctx, dir, nil)
+	up, err := startUpstreamChild(ctx, dir, nil, false)
 	if err != nil {
 		return fmt.Errorf("stream upstream: %w", err)
 	}
@@ -874,8 +886,9 @@ func measureRSS(ctx context.Context, bin, dir string, n int, res *OverheadResult
 
 // startUpstreamChild runs the fast upstream in a child process (this
 // executable re-run, see ServeUpstreamIfChild) restricted to cpus (nil:
-// any), logging to a file in dir, and waits until it answers.
-func startUpstreamChild(ctx context.Context, dir string, cpus []int) (*child, error) {
+// any), logging to a file in dir, and waits until it answers. raw picks the
+// raw epoll loop (rawUpstream, Linux; it does not stream) over fasthttp.
+func startUpstreamChild(ctx context.Context, dir string, cpus []int, raw bool) (*child, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -885,18 +898,38 @@ func startUpstreamChild(ctx context.Context, dir string, cpus []int) (*child, er
 		return nil, err
 	}
 	log := filepath.Join(dir, "upstream-"+strings.ReplaceAll(addr, ":", "-")+".log")
-	return startChild(ctx, "upstream", addr, []string{self}, log, cpus, upstreamEnv+"="+addr)
+	env := upstreamEnv + "=" + addr
+	if raw {
+		env = rawUpstreamEnv + "=" + addr
+	}
+	return startChild(ctx, "upstream", addr, []string{self}, log, cpus, env)
 }
 
 // upstreamEnv, when set to an address, makes ServeUpstreamIfChild serve
-// the fast upstream there.
-const upstreamEnv = "PROBEGATE_BENCH_UPSTREAM"
+// the fast upstream there; rawUpstreamEnv the raw epoll loop.
+const (
+	upstreamEnv    = "PROBEGATE_BENCH_UPSTREAM"
+	rawUpstreamEnv = "PROBEGATE_BENCH_RAW_UPSTREAM"
+)
 
 // ServeUpstreamIfChild serves the overhead scenario's fast upstream and
 // never returns when this process was started as that child (the
 // environment names the address); otherwise it returns at once. Call it
 // first in main.
 func ServeUpstreamIfChild() {
+	if addr := os.Getenv(rawUpstreamEnv); addr != "" {
+		raiseNoFile()
+		u, err := newRawUpstream(addr)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "upstream:", err)
+			os.Exit(1)
+		}
+		if err := u.Serve(); err != nil {
+			fmt.Fprintln(os.Stderr, "upstream:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	addr := os.Getenv(upstreamEnv)
 	if addr == "" {
 		return
@@ -932,6 +965,8 @@ func overheadReport(o *OverheadResult) string {
 	fmt.Fprintf(&b, "## overhead\n\nA fast in-process fasthttp upstream (two listeners, small JSON answers), each proxy in its own process on loopback, %d connections, %.0f s per tool and target. Ratios are requests/s against nginx and against direct (no proxy); p99 ratios from the Go generator.\n\n", o.Concurrency, o.DurationS)
 	if o.Pin != nil {
 		fmt.Fprintf(&b, "Pinned (`-pin`): the load generators (wrk, vegeta, the Go generator) on CPU %v, each target and its two upstreams (child processes) on CPU %v.\n\n", o.Pin.GeneratorCPUs, o.Pin.TargetCPUs)
+	} else if o.Upstream != "" {
+		fmt.Fprintf(&b, "Not pinned: every process may run on every CPU; the upstreams are %s.\n\n", o.Upstream)
 	} else {
 		b.WriteString("Not pinned: every process may run on every CPU; the upstreams run in the bench's process.\n\n")
 	}

@@ -124,11 +124,12 @@ type CPUShare struct {
 	// OS scheduler's latency, which no proxy code can shorten.
 	TargetWaitUsPerReq float64 `json:"target_runqueue_wait_us_per_req"`
 	// GeneratorCPUusPerReq is this process's CPU per request: vegeta,
-	// and, when not pinned, the two in-process upstreams too.
+	// and the two upstreams too when they run in this process (see
+	// OverheadResult.Upstream).
 	GeneratorCPUusPerReq  float64 `json:"generator_cpu_us_per_req"`
 	GeneratorWaitUsPerReq float64 `json:"generator_runqueue_wait_us_per_req"`
 	// UpstreamCPUusPerReq is the upstream children's CPU per request
-	// (pinned runs; 0 when the upstreams run in this process).
+	// (0 when the upstreams run in this process).
 	UpstreamCPUusPerReq float64 `json:"upstream_cpu_us_per_req,omitempty"`
 	// Cores used on average: the target, this process, the upstream
 	// children, everything else on the machine (other people's work,

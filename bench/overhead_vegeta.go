@@ -206,7 +206,7 @@ func vegetaReport(o *OverheadResult) string {
 	})
 	b.WriteString(saturationReport(o))
 	if hasShare(o) {
-		b.WriteString("\nWhere the machine's CPU went during each run (Linux: /proc/stat, /proc/PID/task/*/schedstat): CPUs used on average by the target / the bench's process (vegeta, and the in-process upstreams when not pinned) / the upstream children (pinned) / everything else, then the machine's busy CPUs of all; and the time the target's threads stood runnable without a CPU (run-queue wait), µs per request. A target that waits for a CPU queues whatever its code does.\n\n")
+		b.WriteString("\nWhere the machine's CPU went during each run (Linux: /proc/stat, /proc/PID/task/*/schedstat): CPUs used on average by the target / the bench's process (vegeta, and the upstreams when they run in it) / the upstream child processes / everything else, then the machine's busy CPUs of all; and the time the target's threads stood runnable without a CPU (run-queue wait), µs per request. A target that waits for a CPU queues whatever its code does.\n\n")
 		vegetaTable(&b, o, func(*OverheadTarget) bool { return false }, func(b *strings.Builder, v *VegetaRun) {
 			s := v.Share
 			if s == nil {
