@@ -17,8 +17,14 @@ func TestRunVegetaOpenLoop(t *testing.T) {
 	}
 	defer up.Close()
 	v := runVegeta(context.Background(), "http://"+up.Addr()+"/v1/completions", 400, time.Second)
-	if v.Success != 1 || v.Requests < 360 || v.Requests > 440 || v.Latency.P99 <= 0 || v.Latency.P50 > v.Latency.P99 {
-		t.Fatalf("run = %+v, want ~400 requests, all answered", v)
+	// Open loop: never more than offered (a closed loop on this loopback
+	// upstream sends thousands), and not far fewer. vegeta stops at the
+	// duration whether or not it kept up, and on a starved machine it
+	// did not: 163 of 400 under -race at load 5-10, p50 456 ms from an
+	// upstream that answers at once. A quarter of the offered rate still
+	// tells a rate per second from one per minute (7 requests).
+	if v.Success != 1 || v.Requests < 100 || v.Requests > 440 || v.Latency.P99 <= 0 || v.Latency.P50 > v.Latency.P99 {
+		t.Fatalf("run = %+v, want at most 400 requests and at least a quarter of them, all answered", v)
 	}
 	o := &OverheadResult{Targets: []OverheadTarget{
 		{Name: "nginx", WrkRPS: 100, Vegeta: []VegetaRun{{Rate: 10000, AchievedRPS: 9990, Success: 1, Latency: Quantiles{P50: 1, P99: 2}}}},
