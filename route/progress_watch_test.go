@@ -166,6 +166,17 @@ func TestProgressCutWarnsOnceNamingTheKeys(t *testing.T) {
 	}
 }
 
+// trialConfig is one pod under least_inflight whose breaker half-opens
+// 300 ms after opening, with a first_byte_timeout of 2 s (the watch looks
+// every 250 ms; scrapes may take 250 ms, which a loaded machine needs).
+func trialConfig(url string) *config.Config {
+	cfg := blindConfig(url, "least_inflight", "")
+	cfg.Upstream.FirstByteTimeout = config.Duration(2 * time.Second)
+	cfg.Scrape.Timeout = config.Duration(250 * time.Millisecond)
+	cfg.Breaker.OpenFor = config.Duration(300 * time.Millisecond)
+	return cfg
+}
+
 // A half-open breaker whose trial is a long non-stream generation is closed
 // as soon as the pod's token counters advance, before the trial's answer:
 // until then the trial slot keeps the pod out of every pick (here, the
@@ -174,8 +185,7 @@ func TestProgressCutWarnsOnceNamingTheKeys(t *testing.T) {
 func TestLongTrialClosesTheBreakerOnProgress(t *testing.T) {
 	fleet := ftFleet(t, 1)
 	pod := fleet.Servers()[0]
-	cfg := blindConfig(fleet.URLs()[0], "least_inflight", "")
-	cfg.Breaker.OpenFor = config.Duration(300 * time.Millisecond)
+	cfg := trialConfig(fleet.URLs()[0])
 	tp := startProxy(t, cfg)
 	url := tp.url("/v1/completions")
 	pod.SetFaults(vllmsim.Faults{FailRate: 1}) // the canary fails too
@@ -223,8 +233,7 @@ func TestLongTrialClosesTheBreakerOnProgress(t *testing.T) {
 func TestHungTrialDoesNotCloseTheBreaker(t *testing.T) {
 	fleet := ftFleet(t, 1)
 	pod := fleet.Servers()[0]
-	cfg := blindConfig(fleet.URLs()[0], "least_inflight", "")
-	cfg.Breaker.OpenFor = config.Duration(300 * time.Millisecond)
+	cfg := trialConfig(fleet.URLs()[0])
 	tp := startProxy(t, cfg)
 	url := tp.url("/v1/completions")
 	pod.SetFaults(vllmsim.Faults{FailRate: 1})
