@@ -146,7 +146,7 @@ func TestTraceReplaySlice(t *testing.T) {
 	var lags []float64
 	for i, o := range rr.Outcomes {
 		if !o.OK() {
-			t.Fatalf("row %d: %s (status %d)", i, o.Err, o.Status)
+			t.Fatalf("row %d %+v: %s (status %d; sent at %v, first token after %v, %d tokens streamed)", i, rows[i], o.Err, o.Status, o.Sent, o.TTFT, o.Tokens)
 		}
 		if o.PromptTokens != rows[i].Prompt || o.UsageTokens != rows[i].Output || o.Tokens != rows[i].Output {
 			t.Fatalf("row %d %+v: served prompt %d, completion %d, streamed %d tokens", i, rows[i], o.PromptTokens, o.UsageTokens, o.Tokens)
@@ -154,16 +154,20 @@ func TestTraceReplaySlice(t *testing.T) {
 		lags = append(lags, float64(o.Lag))
 	}
 	t.Logf("send lag p50 %v p99 %v max %v", time.Duration(Percentile(lags, 50)), time.Duration(Percentile(lags, 99)), time.Duration(Percentile(lags, 100)))
-	// Never early, and late by little: under -race on a shared 2-core
-	// machine the generator runs behind in the 600 requests/s bursts of a
-	// 75x replay (p50 30 ms alone, 100 ms beside other test binaries); a
-	// replay that ignored the arrival times would send rows seconds early
-	// or late.
+	// Never early, and late by little next to the replay's 3 s span:
+	// under -race on a shared 2-core machine the generator runs behind in
+	// the 600 requests/s bursts of a 75x replay (p50 30 ms alone, 100 ms
+	// beside other test binaries, 585 ms with p99 1.56 s at load 5-10,
+	// where the old absolute p50 250 ms / p99 1 s bound failed). A replay
+	// that ignored the arrival times would send rows early (all at once) or
+	// seconds late (one after another), so the bounds are fractions of the
+	// span: p50 within a quarter of it, p99 within it.
 	if lo := Percentile(lags, 0); lo < 0 {
 		t.Errorf("a row was sent %v before its arrival time", time.Duration(-lo))
 	}
-	if p50, p99 := time.Duration(Percentile(lags, 50)), time.Duration(Percentile(lags, 99)); p50 > 250*time.Millisecond || p99 > time.Second {
-		t.Errorf("send lag p50 %v, p99 %v: the replay did not follow the trace's arrival times", p50, p99)
+	span := win[len(win)-1].At - win[0].At
+	if p50, p99 := time.Duration(Percentile(lags, 50)), time.Duration(Percentile(lags, 99)); p50 > span/4 || p99 > span {
+		t.Errorf("send lag p50 %v, p99 %v over a %v replay: the replay did not follow the trace's arrival times", p50, p99, span)
 	}
 	var served int64
 	for _, n := range rr.PerServer {
@@ -172,7 +176,10 @@ func TestTraceReplaySlice(t *testing.T) {
 	if served != int64(len(rows)) || rr.PerServer[0] == 0 || rr.PerServer[1] == 0 {
 		t.Fatalf("servers finished %v, want %d in all, on both", rr.PerServer, len(rows))
 	}
-	if d := time.Since(start); d > 10*time.Second {
-		t.Fatalf("replay took %v, want < 10 s", d)
+	// A bound on the test's cost to CI, not a contract of the replay
+	// (the lags above are): 10 s failed at 10.75 and 11.42 s on a machine
+	// at load 5-10, while the run's context cancels it at 20 s anyway.
+	if d := time.Since(start); d > 20*time.Second {
+		t.Fatalf("replay took %v, want < 20 s", d)
 	}
 }
