@@ -188,10 +188,20 @@ func TestEndpointSliceAPIUnavailable(t *testing.T) {
 	defer stop()
 	want(t, urls(initial), "10.0.0.1:8000", "10.0.0.2:8000")
 
+	// The informer opens its watch after the initial list, asynchronously:
+	// StartWith can return before the watch exists (seen under load, as a
+	// nil watcher here).
+	deadline := time.Now().Add(10 * time.Second)
+	for current.Load() == nil && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if current.Load() == nil {
+		t.Fatal("the informer opened no watch in 10s")
+	}
 	// The connection drops and every reconnection fails.
 	down.Store(true)
 	current.Load().Stop()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline = time.Now().Add(10 * time.Second)
 	for calls.Load() < 2 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
