@@ -51,29 +51,7 @@ func TestLongGenerationsNeverOpenAProgressingBackendsBreaker(t *testing.T) {
 	if code := postStatus(t, url, ftBody(4, false)); code != 200 {
 		t.Fatalf("warm-up: %d", code)
 	}
-	long := ftBody(100000, false)
-	for round := 0; round < 2; round++ {
-		// A burst, so that the timeouts are consecutive: nothing
-		// succeeds between them.
-		n := 2 * cfg.Breaker.ConsecutiveFailures
-		codes := make([]int, n)
-		var wg sync.WaitGroup
-		for i := range n {
-			wg.Go(func() { codes[i] = postStatus(t, url, long) })
-		}
-		wg.Wait()
-		for i, c := range codes {
-			if c != 504 {
-				t.Fatalf("round %d, request %d: %d, want 504 (generation longer than first_byte_timeout)", round, i, c)
-			}
-		}
-		if st := tp.DebugBackends()[0].Breaker; st != "closed" {
-			t.Fatalf("round %d: breaker %s after long generations on a working pod", round, st)
-		}
-		if code := postStatus(t, url, ftBody(1, false)); code != 200 {
-			t.Fatalf("round %d: a short request after the long ones: %d, want 200", round, code)
-		}
-	}
+	longGenerationBursts(t, tp, url, cfg.Breaker.ConsecutiveFailures)
 }
 
 // A hung engine whose HTTP server still answers /metrics shows no progress
@@ -164,6 +142,37 @@ func TestLongStreamAsHalfOpenTrialDoesNotHoldTheBackend(t *testing.T) {
 	for i := range 3 {
 		if code := postStatus(t, tp.url("/quick"), `{}`); code != 200 {
 			t.Fatalf("request %d beside the trial stream: %d, want 200 (breaker %s)", i, code, tp.DebugBackends()[0].Breaker)
+		}
+	}
+}
+
+// longGenerationBursts sends two bursts of 2*threshold non-stream requests
+// whose generations outlast upstream.first_byte_timeout to the proxy's only
+// backend, and fails the test unless every one is answered 504, the
+// backend's breaker is still closed after each burst, and a short request
+// after each burst is answered 200. A burst makes the timeouts
+// consecutive: nothing succeeds between them.
+func longGenerationBursts(t *testing.T, tp *testProxy, url string, threshold int) {
+	t.Helper()
+	long := ftBody(100000, false)
+	for round := range 2 {
+		n := 2 * threshold
+		codes := make([]int, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() { codes[i] = postStatus(t, url, long) })
+		}
+		wg.Wait()
+		for i, c := range codes {
+			if c != 504 {
+				t.Fatalf("round %d, request %d: %d, want 504 (generation longer than first_byte_timeout)", round, i, c)
+			}
+		}
+		if st := tp.DebugBackends()[0].Breaker; st != "closed" {
+			t.Fatalf("round %d: breaker %s after long generations on a working pod", round, st)
+		}
+		if code := postStatus(t, url, ftBody(1, false)); code != 200 {
+			t.Fatalf("round %d: a short request after the long ones: %d, want 200", round, code)
 		}
 	}
 }

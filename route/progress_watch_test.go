@@ -2,7 +2,6 @@ package route
 
 import (
 	"net/http"
-	"sync"
 	"testing"
 	"time"
 
@@ -55,27 +54,7 @@ func TestLongGenerationsNeverOpenABreakerUnderBlindPolicies(t *testing.T) {
 			if code := postStatus(t, url, ftBody(4, false)); code != 200 {
 				t.Fatalf("warm-up: %d", code)
 			}
-			long := ftBody(100000, false)
-			for round := range 2 {
-				n := 2 * cfg.Breaker.ConsecutiveFailures
-				codes := make([]int, n)
-				var wg sync.WaitGroup
-				for i := range n {
-					wg.Go(func() { codes[i] = postStatus(t, url, long) })
-				}
-				wg.Wait()
-				for i, c := range codes {
-					if c != 504 {
-						t.Fatalf("round %d, request %d: %d, want 504", round, i, c)
-					}
-				}
-				if st := tp.DebugBackends()[0].Breaker; st != "closed" {
-					t.Fatalf("round %d: breaker %s after long generations on a working pod", round, st)
-				}
-				if code := postStatus(t, url, ftBody(1, false)); code != 200 {
-					t.Fatalf("round %d: a short request after the long ones: %d, want 200", round, code)
-				}
-			}
+			longGenerationBursts(t, tp, url, cfg.Breaker.ConsecutiveFailures)
 			if got := tp.counter(t, "probegate_breaker_excused_total", map[string]string{"reason": "progress"}); got < float64(2*2*cfg.Breaker.ConsecutiveFailures) {
 				t.Errorf("excused{progress} = %v, want every timeout (%d)", got, 2*2*cfg.Breaker.ConsecutiveFailures)
 			}
