@@ -65,14 +65,14 @@ func validTarget(t []byte, options bool) bool {
 	return bytes.IndexByte(authority, '@') < 0
 }
 
-// asciiEqualFold reports whether b equals the lowercase ASCII string s,
-// ignoring case.
+// asciiEqualFold reports whether b and s are the same ASCII text, case
+// aside (s holds letters, digits and '-' only).
 func asciiEqualFold(b []byte, s string) bool {
 	if len(b) != len(s) {
 		return false
 	}
 	for i := range b {
-		if b[i]|0x20 != s[i] {
+		if b[i]|0x20 != s[i]|0x20 {
 			return false
 		}
 	}

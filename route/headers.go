@@ -211,25 +211,11 @@ var fieldNames = [numFields]string{
 // fieldOf returns the bit of the field named name, in any case, or 0.
 func fieldOf(name []byte) fieldSet {
 	for i := range fieldNames {
-		if equalFoldASCII(name, fieldNames[i]) {
+		if asciiEqualFold(name, fieldNames[i]) {
 			return 1 << i
 		}
 	}
 	return 0
-}
-
-// equalFoldASCII reports whether b and s are the same ASCII text, case
-// aside (s holds letters, digits and '-' only).
-func equalFoldASCII(b []byte, s string) bool {
-	if len(b) != len(s) {
-		return false
-	}
-	for i := range len(b) {
-		if b[i]|0x20 != s[i]|0x20 {
-			return false
-		}
-	}
-	return true
 }
 
 // responseFields returns the fields of fieldNames h holds, read in one pass

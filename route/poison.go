@@ -89,5 +89,5 @@ func (p *Proxy) poisoned(rc *reqCtx, body []byte, tried []*Backend) {
 	if n := len(tried); n >= 2 {
 		ev = ev.Str("backend", tried[n-1].addr).Str("previous_backend", tried[n-2].addr)
 	}
-	ev.Msg("request dropped twice in a row: not re-sent, nor its body after a drop for 10m (a request that crashes pods?)")
+	ev.Dur("remembered_for", poisonMemory).Msg("request dropped twice in a row: not re-sent, nor its body after a drop while remembered (a request that crashes pods?)")
 }

@@ -67,7 +67,8 @@ func (p *Proxy) watchProgress(stop <-chan struct{}, done chan<- struct{}) {
 		set := p.snap.Load().set
 		look := progressLook(set.firstByte)
 		timeout := min(set.cfg.Scrape.Timeout.D(), look)
-		metricsLoop := set.reports && set.cfg.Probe.Endpoint != "load" && set.cfg.Probe.Endpoint != "/load"
+		ep, _ := probe.ParseEndpoint(set.cfg.Probe.Endpoint) // validated
+		metricsLoop := set.reports && ep == probe.EndpointMetrics
 		now := time.Now()
 		pool := p.snap.Load().pool
 		for _, b := range pool.backends {
