@@ -66,9 +66,8 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 		f := failure{kind: classify(err)}
 		outcome := upstreamErrOutcome(err)
 		if f.kind == failTimeout {
-			outcome = firstByteTimeoutOutcome(rc.info.Stream, b.state, sent)
-			if outcome == breaker.Ignore {
-				p.metrics.excused[excuseProgress].Inc()
+			if outcome = firstByteTimeoutOutcome(rc.info.Stream, b.state, sent); outcome == breaker.Ignore {
+				outcome = p.excuse(excuseProgress)
 			}
 		}
 		if (f.kind == failReset || f.kind == failWrite) && reused {
