@@ -226,24 +226,18 @@ func (f *HTTPFetcher) Fetch(ctx context.Context, s *State, ep Endpoint) (Load, e
 	if err := ctx.Err(); err != nil {
 		return Load{}, fetchErr(s, ep, err)
 	}
-	deadline, ok := ctx.Deadline()
-	if !ok {
-		deadline = time.Now().Add(DefaultFetchTimeout)
-	}
-	c := f.hostClient(s)
 	req := fasthttp.AcquireRequest()
 	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
 	req.Header.SetMethod(fasthttp.MethodGet)
 	req.SetRequestURI(ep.Path())
-	req.Header.SetHost(s.addr)
 	if ep == EndpointMetrics {
 		req.Header.Set(fasthttp.HeaderAccept, "text/plain")
 	} else {
 		req.Header.Set(fasthttp.HeaderAccept, "application/json")
 	}
-	if err := c.DoDeadline(req, resp, deadline); err != nil {
+	if err := f.Send(ctx, s, req, resp); err != nil {
 		return Load{}, fetchErr(s, ep, err)
 	}
 	at := now()
