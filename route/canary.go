@@ -36,12 +36,16 @@ import (
 // The verdict holds for canaryVerdictFor: 5xx answers within it are
 // judged by it without another canary, so a flood of them costs the
 // backend at most one canary (two small requests) per canaryVerdictFor.
-// The judgement is made before the 5xx answer goes to the client, so the
-// breaker has counted it when the client has it: the 5xx that starts a
-// canary, and those that arrive while it runs, wait for its verdict (one
-// short completion on a working pod, at most first_byte_timeout). Nothing
-// of this is on the path of a request that is not answered 5xx; it takes
-// no lock (a round is claimed by compare-and-swap).
+// A canary runs on its own goroutine (one per backend at a time). A 5xx
+// answer waits for its verdict at most canaryWait before it goes to the
+// client: a dead engine answers the canary at once, so its 5xx is counted
+// when the client has it; a canary that takes longer (a healthy pod
+// scheduling it behind its batch, a hung engine) decides the 5xx's breaker
+// outcome when its verdict comes, within first_byte_timeout, and the
+// client's error does not wait for it. Nothing of this is on the path of
+// a request that is not answered 5xx; it takes no lock (a round is claimed
+// by compare-and-swap, and the 5xx answers left to a round's verdict are
+// pushed on a lock-free list the round seals when it ends).
 type canary struct {
 	okUntil  atomic.Int64 // p.now() Unix ns until which the backend passed its last canary
 	badUntil atomic.Int64 // ... failed it
@@ -50,10 +54,37 @@ type canary struct {
 }
 
 // canaryRound is one canary: ok is its verdict, valid once done is closed.
+// pending holds the tickets of 5xx answers that went to their clients
+// before the verdict; the round decides them and stores roundSealed.
 type canaryRound struct {
-	done chan struct{}
-	ok   bool
+	done    chan struct{}
+	ok      bool
+	pending atomic.Pointer[pendingTicket]
 }
+
+// pendingTicket is a 5xx answer's breaker claim left to a round's verdict.
+type pendingTicket struct {
+	t    breaker.Ticket
+	next *pendingTicket
+}
+
+// roundSealed marks a round's pending list once the round decided it: a
+// ticket that finds it is decided by its own caller.
+var roundSealed = new(pendingTicket)
+
+// canaryWait bounds how long a 5xx answer waits for its canary's verdict
+// before it goes to the client (first_byte_timeout when shorter). The
+// wait only keeps the breaker's count in step with what the client saw:
+// vLLM's error path answers a dead engine's canary 500 without scheduling
+// anything (a millisecond or two on a LAN), well within it, so the
+// consecutive_failures-th 5xx of a dead engine has opened the breaker
+// when its client has it, and the client's next request goes elsewhere. A
+// canary that needs longer is being scheduled by a working engine (one
+// decode step of a busy batch is tens of ms) or not answered at all: the
+// client already has its error and does not wait for that. Not a config
+// key: it changes no verdict, only when the breaker learns it, and a
+// client's error is at most this much later than without the canary.
+const canaryWait = 100 * time.Millisecond
 
 // canaryVerdictFor is how long a canary's verdict judges later 5xx
 // answers. Not a config key: it bounds only how often a backend answering
@@ -68,22 +99,27 @@ type sender interface {
 	Send(ctx context.Context, s *probe.State, req *fasthttp.Request, resp *fasthttp.Response) error
 }
 
-// judgeServerError returns the breaker outcome of a 5xx answer from b:
-// Ignore when b answers a canary (a fresh verdict's, or the one this call
-// runs or waits for), else Failure.
-func (p *Proxy) judgeServerError(rt *settings, b *Backend) breaker.Outcome {
+// judgeServerError decides ticket, the breaker claim of a 5xx answer
+// from b: Ignore when b answers a canary (a fresh verdict's, or the one
+// this call starts or joins), else Failure. It returns once the ticket is
+// decided or canaryWait has passed, whichever is first; in the second case
+// the round decides the ticket when its verdict comes.
+func (p *Proxy) judgeServerError(rt *settings, b *Backend, ticket breaker.Ticket) {
 	snd, ok := p.fetcher.(sender)
 	if !ok {
-		return breaker.Failure
+		ticket.Done(breaker.Failure)
+		return
 	}
 	c := &b.canary
 	for {
 		now := p.now().UnixNano()
 		if now < c.okUntil.Load() {
-			return p.excuse(excuseHealthy)
+			ticket.Done(p.excuse(excuseHealthy))
+			return
 		}
 		if now < c.badUntil.Load() {
-			return breaker.Failure
+			ticket.Done(breaker.Failure)
+			return
 		}
 		r := c.round.Load()
 		if r == nil {
@@ -91,24 +127,64 @@ func (p *Proxy) judgeServerError(rt *settings, b *Backend) breaker.Outcome {
 			if !c.round.CompareAndSwap(nil, mine) {
 				continue // another 5xx started one: wait for it
 			}
-			mine.ok = canaryAnswers(snd, b, rt.firstByte)
-			until := p.now().Add(canaryVerdictFor).UnixNano()
-			if mine.ok {
-				c.okUntil.Store(until)
-			} else {
-				c.badUntil.Store(until)
-			}
-			c.round.Store(nil)
-			close(mine.done)
-			p.log.Debug().Str("backend", b.addr).Bool("healthy", mine.ok).Msg("a 5xx answer judged by a canary request")
+			go p.runCanary(snd, b, mine, rt.firstByte)
 			r = mine
 		}
-		<-r.done
-		if r.ok {
-			return p.excuse(excuseHealthy)
+		wait := time.NewTimer(min(canaryWait, rt.firstByte))
+		select {
+		case <-r.done:
+			wait.Stop()
+			ticket.Done(p.verdict(r.ok))
+		case <-wait.C:
+			r.leave(p, ticket)
 		}
-		return breaker.Failure
+		return
 	}
+}
+
+// runCanary asks b's canary for round r, records the verdict for
+// canaryVerdictFor, and decides the tickets left to it.
+func (p *Proxy) runCanary(snd sender, b *Backend, r *canaryRound, timeout time.Duration) {
+	c := &b.canary
+	r.ok = canaryAnswers(snd, b, timeout)
+	until := p.now().Add(canaryVerdictFor).UnixNano()
+	if r.ok {
+		c.okUntil.Store(until)
+	} else {
+		c.badUntil.Store(until)
+	}
+	c.round.Store(nil)
+	close(r.done)
+	for n := r.pending.Swap(roundSealed); n != nil; n = n.next {
+		n.t.Done(p.verdict(r.ok))
+	}
+	p.log.Debug().Str("backend", b.addr).Bool("healthy", r.ok).Msg("a 5xx answer judged by a canary request")
+}
+
+// leave puts ticket on r's pending list, for r to decide; when r has
+// already sealed it, the ticket is decided here.
+func (r *canaryRound) leave(p *Proxy, ticket breaker.Ticket) {
+	n := &pendingTicket{t: ticket}
+	for {
+		head := r.pending.Load()
+		if head == roundSealed {
+			ticket.Done(p.verdict(r.ok)) // r.ok was written before the seal
+			return
+		}
+		n.next = head
+		if r.pending.CompareAndSwap(head, n) {
+			return
+		}
+	}
+}
+
+// verdict is the breaker outcome of a 5xx answer from a backend whose
+// canary answered (ok) or failed.
+func (p *Proxy) verdict(ok bool) breaker.Outcome {
+	if ok {
+		return p.excuse(excuseHealthy)
+	}
+	return breaker.Failure
 }
 
 // excuse counts a failure not counted against a breaker, for reason, and

@@ -99,9 +99,10 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 	headAt := p.now()
 	if status >= 500 {
 		// A 5xx is judged by a canary request no client shapes
-		// (canary.go), not taken on the client's word; decided now,
-		// nothing later reports on the ticket.
-		ticket.Done(p.judgeServerError(rt, b))
+		// (canary.go), not taken on the client's word; the canary
+		// decides the ticket (now, or when its verdict comes), nothing
+		// later here reports on it.
+		p.judgeServerError(rt, b, ticket)
 		ticket = breaker.Ticket{}
 	}
 	// The fields of the upstream head the proxy strips, found in one pass.
