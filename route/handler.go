@@ -186,7 +186,15 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 		if reason == retryNone {
 			break
 		}
-		if reason.dropped() {
+		if f.kind == failWrite {
+			// Never delivered whole, so no drop (poison.go). On a pooled
+			// connection the backend had reset while it sat idle it also
+			// cost nothing (the write fails at once), like a breaker
+			// refusal: it spends no retry.
+			if f.stale {
+				attempts--
+			}
+		} else if reason.dropped() {
 			// A dropped request may be what crashed the pod: re-sent
 			// once at most, and never again once two pods dropped it
 			// (poison.go).

@@ -26,6 +26,19 @@ import (
 //     Such requests are counted in probegate_poison_requests_total and
 //     logged (warn) with their request id.
 //
+// A write that failed is no drop: the request never reached the backend
+// whole, so it cannot be what crashed it. That is what a pooled keep-alive
+// connection the backend reset while it sat idle does (a pod restarted or
+// killed with unread data, a node gone, an expired NAT entry): the check
+// before the reuse (upstreamguard.go) reads the reset and the write fails
+// at once. Such an attempt costs nothing, so, like a breaker refusal, it
+// spends no retry either (handler.go): with every pod's pool reset at
+// once, the request still reaches a fresh connection. A connection that
+// closes after the request was written whole still counts, pooled or
+// fresh: the proxy cannot tell a server that closed its idle end as the
+// request arrived (a FIN the check did not see yet) from one that read the
+// request and died.
+//
 // The client gets the 502 envelope, as when no retry is left.
 
 // poisonMemory is how long a body dropped by two backends in a row is not
