@@ -164,6 +164,9 @@ func (g *generation) writeMetrics(w http.ResponseWriter) {
 	g.mu.Lock()
 	stats := g.eng.Stats()
 	g.mu.Unlock()
+	if h := g.history.Load(); h != nil {
+		stats.add(h) // a long-lived pod's counters (Server.SetHistory)
+	}
 
 	m := &g.metrics
 	m.mu.Lock()

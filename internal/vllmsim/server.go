@@ -164,8 +164,9 @@ type generation struct {
 	serveDone chan struct{}
 
 	state    atomic.Pointer[State]
-	inflight atomic.Int64 // completion requests in flight (ServerLoad)
-	handlers atomic.Int64 // handler goroutines running
+	history  atomic.Pointer[Stats] // Server.SetHistory: counters of an earlier life; nil: none
+	inflight atomic.Int64          // completion requests in flight (ServerLoad)
+	handlers atomic.Int64          // handler goroutines running
 
 	httpSrv *http.Server
 	ln      net.Listener
