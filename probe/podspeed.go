@@ -67,6 +67,10 @@ func (p podSpeed) next(l *Load) podSpeed {
 		return p // none reported, or garbage (NaN, infinite, negative)
 	}
 	anchor := podSpeed{at: l.At, secs: l.PrefillSeconds, toks: l.PrefillTokens, ns: p.ns}
+	if p.at.IsZero() && p.ns == 0 {
+		anchor.ns = lifetimeNs(l)
+		return anchor
+	}
 	if p.at.IsZero() || l.PrefillSeconds < p.secs || l.PrefillTokens < p.toks {
 		return anchor
 	}
@@ -88,6 +92,25 @@ func (p podSpeed) next(l *Load) podSpeed {
 	}
 	anchor.ns = ns
 	return anchor
+}
+
+// lifetimeNs is the speed a backend's first report seeds the estimate
+// with: the pod's counters since it started, when they cover at least
+// podSpeedTokens (a long-lived pod: everything it prefilled before this
+// proxy first read it), else 0 (a pod started moments ago, or a fresh
+// one: wait for a window). There is no window to bound the busy time by,
+// so it is the naive ratio, which overlapping prefills inflate (see
+// podSpeed): a pod that prefilled k requests at once in its life looks up
+// to k times slower than it is.
+func lifetimeNs(l *Load) float64 {
+	if l.PrefillTokens < podSpeedTokens {
+		return 0
+	}
+	ns := l.PrefillSeconds * 1e9 / l.PrefillTokens
+	if !(ns >= podSpeedMinNs && ns <= podSpeedMaxNs) {
+		return 0
+	}
+	return ns
 }
 
 // counted reports whether c is a plausible cumulative counter value.

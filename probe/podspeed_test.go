@@ -153,3 +153,34 @@ func TestPodSpeedFollowsAChange(t *testing.T) {
 		t.Fatalf("30 s after the pod halved its speed: %.0f ns, want 200,000", got)
 	}
 }
+
+// TestPodSpeedSeededFromALongLivedPodsFirstReport: a proxy that starts in
+// front of a pod that has served for an hour reads, in its first scrape,
+// the counters of everything the pod prefilled: that is a speed at once,
+// before any window. A pod started moments ago (counters below
+// podSpeedTokens) gives none until a window has passed.
+func TestPodSpeedSeededFromALongLivedPodsFirstReport(t *testing.T) {
+	s := NewState("a:1")
+	// An hour's life: 36,000,000 tokens prefilled in 3,600 s of
+	// per-request prefill time: 100 us a token.
+	s.Report(podReport(0, 3600, 36_000_000))
+	if ns := s.PodNsPerToken(); !near(ns, 100_000) {
+		t.Fatalf("long-lived pod's first report: speed %.0f ns a token, want 100,000 from its lifetime counters", ns)
+	}
+	// Windows then move it as before (EWMA 0.5): 5 s at 200 us a token.
+	s.Report(podReport(5*time.Second, 3605, 36_025_000))
+	if ns := s.PodNsPerToken(); !near(ns, 150_000) {
+		t.Fatalf("after a 5 s window at 200,000 ns a token: %.0f, want 150,000 (the seed and the window, weight 0.5)", ns)
+	}
+
+	young := NewState("b:1")
+	young.Report(podReport(0, 1, 10_000))
+	if ns := young.PodNsPerToken(); ns != 0 {
+		t.Fatalf("pod with 10,000 tokens in its life: speed %v at the first report, want none (below podSpeedTokens)", ns)
+	}
+	hostile := NewState("c:1")
+	hostile.Report(podReport(0, 1e-9, 1e12)) // a million million tokens in a nanosecond
+	if ns := hostile.PodNsPerToken(); ns != 0 {
+		t.Fatalf("lifetime counters claiming %v ns a token: taken, want dropped as garbage", ns)
+	}
+}

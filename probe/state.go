@@ -258,6 +258,9 @@ type View struct {
 	// NsPerToken is the learned time to first byte per prefill token at
 	// this backend (see State.PrefillDone), 0 when not learned yet.
 	NsPerToken float64
+	// SpeedSamples is how many of this proxy's own samples NsPerToken is
+	// the median of (State.SpeedSamples).
+	SpeedSamples int
 	// PodNsPerToken is the time per prefill token the backend's own
 	// counters show (see podSpeed), 0 when its reports have not yielded
 	// one. It is kept when the report goes stale: a speed changes slowly.
@@ -289,6 +292,7 @@ func (s *State) ViewInto(v *View, now time.Time, staleAfter time.Duration) {
 	v.MaxLoRA, v.RunningLoRAs, v.WaitingLoRAs, v.BaseModel = 0, nil, nil, ""
 	v.Age, v.Correction = 0, 0
 	v.PrefillTokens, v.DecodeTokens, v.NsPerToken = s.Work()
+	v.SpeedSamples = s.SpeedSamples()
 	v.PrefillRequests = int(max(s.prefillWaiting.Load(), 0))
 	v.PodNsPerToken = 0
 	if r == nil {
@@ -354,6 +358,7 @@ type Brief struct {
 	PrefillTokens, DecodeTokens float64
 	PrefillRequests             int
 	NsPerToken, PodNsPerToken   float64
+	SpeedSamples                int
 }
 
 // BriefInto sets *b to the Brief of the View at now with staleAfter, given
@@ -367,6 +372,7 @@ func (s *State) BriefInto(b *Brief, cutoff time.Time) {
 	r := s.latest.Load() // before the counters: see counts
 	inflight, corr := s.counts(r)
 	b.PrefillTokens, b.DecodeTokens, b.NsPerToken = s.Work()
+	b.SpeedSamples = s.SpeedSamples()
 	b.PrefillRequests = int(max(s.prefillWaiting.Load(), 0))
 	b.PodNsPerToken = 0
 	if r != nil {
@@ -389,5 +395,6 @@ func (s *State) BriefInto(b *Brief, cutoff time.Time) {
 func (v *View) Brief() Brief {
 	return Brief{Queue: v.Queue, KVUse: v.KVUse, Waiting: v.Waiting, Source: v.Source,
 		PrefillTokens: v.PrefillTokens, DecodeTokens: v.DecodeTokens,
-		PrefillRequests: v.PrefillRequests, NsPerToken: v.NsPerToken, PodNsPerToken: v.PodNsPerToken}
+		PrefillRequests: v.PrefillRequests, NsPerToken: v.NsPerToken, PodNsPerToken: v.PodNsPerToken,
+		SpeedSamples: v.SpeedSamples}
 }

@@ -79,6 +79,11 @@ func (s *State) PrefillDone(prefill int64, elapsed time.Duration, tokens float64
 	s.nsPerToken.Store(math.Float64bits(med))
 }
 
+// SpeedSamples returns how many speed samples this proxy has taken of the
+// backend so far (the learned speed is the median of the latest
+// speedWindow of them). Lock-free.
+func (s *State) SpeedSamples() int { return int(min(s.speed.n.Load(), math.MaxInt32)) }
+
 // DoneWork records the end of a request: prefill and decode are what
 // AddWork added; prefillDone tells whether PrefillDone already took the
 // prefill back (the first byte arrived).
