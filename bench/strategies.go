@@ -55,11 +55,14 @@ var AllStrategies = []string{RoundRobin, Random, LeastInflight, Cached, CachedAd
 // behaviour of probe_tokens before), probe_learned (route.load.pod_speed
 // 0: the learned speed alone; the default, so the same as probe),
 // probe_podhalf (pod_speed 0.5), probe_pod (pod_speed 1: the pod-reported
-// speed wherever known), probe_scrape100 (scrape.interval and
+// speed wherever known), probe_podseed1, _podseed4, _podseed8,
+// _podseed16, _podseed32 (route.load.pod_speed_samples 1, 4, 8, 16, 32:
+// the pod-reported speed, a long-lived pod's from its first scrape, weighs
+// at least K / (K + n) after n own samples), probe_scrape100 (scrape.interval and
 // scrape.max_interval 100 ms instead of 1 s: fresher cached views of the
 // backends this proxy does not probe, at 10x the scrapes of an idle
 // backend).
-var ExtraStrategies = []string{"probe_learned", "probe_podhalf", "probe_pod", "probe_scrape100", "probe_d3", "probe_d2q2", "probe_d3q3", "probe_d4q2", "probe_d4q4", "probe_d8q8", "probe_q2", "probe_load", "probe_jsq", "oracle_jsq", "probe_requests", "cached_tokens", "probe_tokens", "probe_dw0", "probe_dw4", "probe_nospeed", "cached_tokens_nospeed", "oracle_nospeed", "probe_speed", "probe_speed1", "cached_speed", "oracle_speed", "probe_tokens_w1", "cached_tokens_w1", "probe_tokens_w1_nospeed", "probe_tokens_w0"}
+var ExtraStrategies = []string{"probe_learned", "probe_podhalf", "probe_pod", "probe_podseed1", "probe_podseed4", "probe_podseed8", "probe_podseed16", "probe_podseed32", "probe_scrape100", "probe_d3", "probe_d2q2", "probe_d3q3", "probe_d4q2", "probe_d4q4", "probe_d8q8", "probe_q2", "probe_load", "probe_jsq", "oracle_jsq", "probe_requests", "cached_tokens", "probe_tokens", "probe_dw0", "probe_dw4", "probe_nospeed", "cached_tokens_nospeed", "oracle_nospeed", "probe_speed", "probe_speed1", "cached_speed", "oracle_speed", "probe_tokens_w1", "cached_tokens_w1", "probe_tokens_w1_nospeed", "probe_tokens_w0"}
 
 // isProbe reports whether s decides on synchronous probes.
 func isProbe(s string) bool { return strings.HasPrefix(s, Probe) }
@@ -157,6 +160,16 @@ func StrategyConfig(s string, urls []string) (*config.Config, error) {
 		cfg.Route.Load.PodSpeed = 0.5
 	case "probe_pod":
 		cfg.Route.Load.PodSpeed = 1
+	case "probe_podseed1":
+		cfg.Route.Load.PodSpeedSamples = 1
+	case "probe_podseed4":
+		cfg.Route.Load.PodSpeedSamples = 4
+	case "probe_podseed8":
+		cfg.Route.Load.PodSpeedSamples = 8
+	case "probe_podseed16":
+		cfg.Route.Load.PodSpeedSamples = 16
+	case "probe_podseed32":
+		cfg.Route.Load.PodSpeedSamples = 32
 	case "probe_jsq":
 		cfg.Route.Weights = config.Weights{Queue: 1}
 	case "probe_scrape100":

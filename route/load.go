@@ -51,6 +51,12 @@ type LoadModel struct {
 	// pod-reported speed (View.PodNsPerToken) against its learned one
 	// (View.NsPerToken) where both are known (see Ns).
 	PodSpeed float64
+	// PodSamples is route.load.pod_speed_samples: when > 0, the
+	// pod-reported speed weighs at least PodSamples / (PodSamples + n)
+	// against a learned speed that is the median of n own samples, so it
+	// decides alone before this proxy has timed the backend and yields as
+	// its own timings arrive (see Ns).
+	PodSamples float64
 	// SpeedBand is route.load.speed_band: in requests mode, the learned
 	// speed ratio beyond which a backend's queue is scaled (0: never).
 	SpeedBand float64
@@ -72,7 +78,7 @@ type LoadInput struct {
 // Queue returns the candidate's queue for the scorers (see LoadModel).
 func (m *LoadModel) Queue(v *probe.View, in *LoadInput) float64 {
 	if !m.Tokens {
-		return m.requestQueue(v.Queue, m.Ns(v.NsPerToken, v.PodNsPerToken), in)
+		return m.requestQueue(v.Queue, m.Ns(v.NsPerToken, v.PodNsPerToken, v.SpeedSamples), in)
 	}
 	b := v.Brief()
 	return m.BriefQueue(&b, in)
@@ -82,7 +88,7 @@ func (m *LoadModel) Queue(v *probe.View, in *LoadInput) float64 {
 // BriefQueue(v.Brief(), in).
 func (m *LoadModel) BriefQueue(v *probe.Brief, in *LoadInput) float64 {
 	if !m.Tokens {
-		return m.requestQueue(v.Queue, m.Ns(v.NsPerToken, v.PodNsPerToken), in)
+		return m.requestQueue(v.Queue, m.Ns(v.NsPerToken, v.PodNsPerToken, v.SpeedSamples), in)
 	}
 	if in.MeanPrompt <= 0 || in.RefNs <= 0 {
 		return v.Queue
@@ -100,7 +106,7 @@ func (m *LoadModel) BriefQueue(v *probe.Brief, in *LoadInput) float64 {
 	// not past it needs a seat too (its prefill tokens alone make a short
 	// prompt behind a cached prefix look nearly free): WaitingWeight.
 	running := max(v.Queue-waiting, 0)
-	ns := m.Ns(v.NsPerToken, v.PodNsPerToken)
+	ns := m.Ns(v.NsPerToken, v.PodNsPerToken, v.SpeedSamples)
 	if ns <= 0 || m.IgnoreSpeed {
 		ns = in.RefNs
 	}
@@ -125,23 +131,31 @@ func (m *LoadModel) requestQueue(q, ns float64, in *LoadInput) float64 {
 }
 
 // Ns returns the ns per prefill token the model scores a backend with,
-// given its learned (State.PrefillDone) and pod-reported (probe's
-// podSpeed) speeds, 0 meaning unknown: PodSpeed x pod + (1 - PodSpeed) x
-// learned when both are known; the known one when only one is; 0 when
-// neither is. With PodSpeed 0 the pod-reported speed is never used.
+// given its learned (State.PrefillDone, the median of n own samples) and
+// pod-reported (probe's podSpeed) speeds, 0 meaning unknown: w x pod +
+// (1 - w) x learned when both are known, where w is PodSpeed or, with
+// PodSamples > 0, at least PodSamples / (PodSamples + n); the known one
+// when only one is; 0 when neither is. With PodSpeed and PodSamples 0 the
+// pod-reported speed is never used.
 //
 // The pod-reported speed is the same for every proxy in front of the pod
-// (it comes from the pod's counters), while each proxy learns its own from
-// the first bytes of its own requests: with R proxies each learns from
-// 1/R of the samples and never sees the others' work.
-func (m *LoadModel) Ns(learned, pod float64) float64 {
+// (it comes from the pod's counters, a long-lived pod's from its first
+// scrape on), while each proxy learns its own from the first bytes of its
+// own requests: with R proxies each learns from 1/R of the samples and
+// never sees the others' work, and a proxy that has just started has
+// timed nobody.
+func (m *LoadModel) Ns(learned, pod float64, n int) float64 {
+	w := m.PodSpeed
+	if m.PodSamples > 0 {
+		w = max(w, m.PodSamples/(m.PodSamples+float64(max(n, 0))))
+	}
 	switch {
-	case pod <= 0 || m.PodSpeed <= 0:
+	case pod <= 0 || w <= 0:
 		return learned
-	case learned <= 0 || m.PodSpeed >= 1:
+	case learned <= 0 || w >= 1:
 		return pod
 	}
-	return m.PodSpeed*pod + (1-m.PodSpeed)*learned
+	return w*pod + (1-w)*learned
 }
 
 // RefNs returns the mean over views of the speed the model scores them
@@ -150,7 +164,7 @@ func (m *LoadModel) Ns(learned, pod float64) float64 {
 func (m *LoadModel) RefNs(views []probe.View) float64 {
 	sum, n := 0.0, 0
 	for i := range views {
-		if ns := m.Ns(views[i].NsPerToken, views[i].PodNsPerToken); ns > 0 {
+		if ns := m.Ns(views[i].NsPerToken, views[i].PodNsPerToken, views[i].SpeedSamples); ns > 0 {
 			sum += ns
 			n++
 		}
@@ -162,7 +176,7 @@ func (m *LoadModel) RefNs(views []probe.View) float64 {
 func (m *LoadModel) briefRefNs(briefs []probe.Brief) float64 {
 	sum, n := 0.0, 0
 	for i := range briefs {
-		if ns := m.Ns(briefs[i].NsPerToken, briefs[i].PodNsPerToken); ns > 0 {
+		if ns := m.Ns(briefs[i].NsPerToken, briefs[i].PodNsPerToken, briefs[i].SpeedSamples); ns > 0 {
 			sum += ns
 			n++
 		}

@@ -3,6 +3,7 @@ package route
 import (
 	"context"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -128,7 +129,7 @@ func TestLoadModelNsBlendsPodAndLearned(t *testing.T) {
 	}
 	for _, tc := range cases {
 		m := LoadModel{Tokens: true, PodSpeed: tc.podSpeed}
-		if got := m.Ns(tc.learned, tc.pod); got != tc.want {
+		if got := m.Ns(tc.learned, tc.pod, 16); got != tc.want {
 			t.Errorf("pod_speed %v, learned %v, pod %v: %v, want %v", tc.podSpeed, tc.learned, tc.pod, got, tc.want)
 		}
 	}
@@ -136,5 +137,96 @@ func TestLoadModelNsBlendsPodAndLearned(t *testing.T) {
 	views := []probe.View{{NsPerToken: 100}, {NsPerToken: 100, PodNsPerToken: 300}, {}}
 	if got := m.RefNs(views); got != 200 {
 		t.Errorf("RefNs %v, want 200 (the mean of 100 and 300; the unknown one left out)", got)
+	}
+}
+
+func TestLoadModelNsPodSamplesYieldToOwnTimings(t *testing.T) {
+	cases := []struct {
+		podSpeed, samples float64
+		n                 int
+		want              float64
+	}{
+		{0, 8, 0, 300},     // nothing timed yet: the pod's alone
+		{0, 8, 8, 200},     // as many own samples as pod_speed_samples: half and half
+		{0, 8, 24, 150},    // 8/32 of the pod's
+		{0, 8, 792, 102},   // 1% of the pod's
+		{0.5, 8, 792, 200}, // pod_speed is the floor of the pod's weight
+		{0, 0, 0, 100},     // off (and pod_speed 0): learned only
+	}
+	for _, tc := range cases {
+		m := LoadModel{Tokens: true, PodSpeed: tc.podSpeed, PodSamples: tc.samples}
+		if got := m.Ns(100, 300, tc.n); math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("pod_speed %v, pod_speed_samples %v, %d own samples: %v, want %v", tc.podSpeed, tc.samples, tc.n, got, tc.want)
+		}
+	}
+	m := LoadModel{Tokens: true, PodSamples: 8}
+	if got := m.Ns(0, 300, 0); got != 300 {
+		t.Errorf("nothing learned: %v, want the pod's 300", got)
+	}
+	if got := m.Ns(100, 0, 0); got != 100 {
+		t.Errorf("no pod-reported speed: %v, want the learned 100", got)
+	}
+}
+
+// lifetimeReport is the first scrape of a long-lived, idle pod twice as
+// slow as the other when slowdown is 2: the prefill counters of an earlier
+// life (3,000-token prompts every 400 ms for 60 s, played through a
+// simulated engine) and idle gauges.
+func lifetimeReport(t *testing.T, slowdown float64) probe.Load {
+	t.Helper()
+	var reqs []vllmsim.HistoryRequest
+	for i := range 150 {
+		reqs = append(reqs, vllmsim.HistoryRequest{At: time.Duration(i) * 400 * time.Millisecond,
+			Prompt: vllmsim.Prompt{Tokens: 3000}, MaxTokens: 8})
+	}
+	st, err := vllmsim.RunHistory(vllmsim.DefaultConfig(), slowdown, reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return probe.Load{Running: 0, Waiting: 0, KVUse: 0, ServerLoad: -1, At: pickT0.Add(-time.Second), Source: probe.SourceScrape,
+		PrefillSeconds: st.PrefillTime.Sum, PrefillTokens: st.PrefillComputed.Sum}
+}
+
+// TestJustStartedProxyKnowsLongLivedSlowPod: a proxy that has just started
+// (it has timed no request) in front of two long-lived pods, one twice as
+// slow, both idle. Its first scrape carries each pod's lifetime prefill
+// counters; with route.load.pod_speed_samples it scores the slow pod as
+// slow at once and sends a large prompt to the fast one every time. With
+// the learned speed alone both pods are unknown, the same: a coin toss.
+func TestJustStartedProxyKnowsLongLivedSlowPod(t *testing.T) {
+	reports := [2]probe.Load{lifetimeReport(t, 1), lifetimeReport(t, 2)}
+	for _, samples := range []float64{8, 0} {
+		pool, bs := testPool(2)
+		for i, b := range bs {
+			b.State().Report(&reports[i])
+		}
+		if samples > 0 {
+			fast, slow := bs[0].State().PodNsPerToken(), bs[1].State().PodNsPerToken()
+			if r := slow / fast; !(r >= 1.8 && r <= 2.2) {
+				t.Fatalf("lifetime speeds %.0f and %.0f ns a token: ratio %.2f, want about 2", fast, slow, r)
+			}
+		}
+		for _, pol := range []string{config.PolicyCached, config.PolicyProbe} {
+			pc := testPickerConfig(pol)
+			pc.Load.PodSamples = samples
+			pk := mustPicker(t, pc, pool, Deps{Memory: &Memory{}, Rand: seeded(7), Now: pickNow})
+			s := NewScratch()
+			fast := 0
+			for range 200 {
+				b, _, err := pk.Pick(context.Background(), &RequestInfo{PromptTokens: 3000}, nil, s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if b == bs[0] {
+					fast++
+				}
+			}
+			switch {
+			case samples > 0 && fast != 200:
+				t.Errorf("pod_speed_samples %v, %s: %d of 200 picks to the fast pod, want all", samples, pol, fast)
+			case samples == 0 && (fast < 60 || fast > 140):
+				t.Errorf("learned speed alone, %s: %d of 200 picks to the fast pod, want a coin toss", pol, fast)
+			}
+		}
 	}
 }

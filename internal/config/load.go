@@ -38,6 +38,16 @@ type LoadModel struct {
 	// not. 0 uses the learned speed only. Read only with learn_speed.
 	// Default DefaultPodSpeed.
 	PodSpeed float64 `yaml:"pod_speed"`
+	// PodSpeedSamples: when > 0, the pod-reported speed weighs at least
+	// PodSpeedSamples / (PodSpeedSamples + n) against a learned speed
+	// timed from n of this proxy's own requests (n counts up to 16): it
+	// decides alone until the proxy has timed the backend, and yields as
+	// the proxy's own timings arrive. A long-lived pod's first scrape
+	// already carries its lifetime counters, so a proxy that has just
+	// started knows each pod's speed from its first scrape. 0 leaves
+	// pod_speed alone to weigh it. Read only with learn_speed. Default
+	// DefaultPodSpeedSamples.
+	PodSpeedSamples float64 `yaml:"pod_speed_samples"`
 	// DefaultOutputTokens: expected output of a request that does not fix
 	// it (no ignore_eos) before the per-model estimate has samples; capped
 	// by the request's max_tokens. Default 128.
@@ -57,8 +67,11 @@ type LoadModel struct {
 // while fleetsim showed +-1% (bench/README.md, issue 13 session 6).
 const DefaultPodSpeed = 0.0
 
+// DefaultPodSpeedSamples is route.load.pod_speed_samples's default.
+const DefaultPodSpeedSamples = 0.0
+
 func defaultLoad() LoadModel {
-	return LoadModel{Mode: LoadTokens, DecodeWeight: 0, RunningWeight: 1, WaitingWeight: 1, LearnSpeed: true, PodSpeed: DefaultPodSpeed, DefaultOutputTokens: 128}
+	return LoadModel{Mode: LoadTokens, DecodeWeight: 0, RunningWeight: 1, WaitingWeight: 1, LearnSpeed: true, PodSpeed: DefaultPodSpeed, PodSpeedSamples: DefaultPodSpeedSamples, DefaultOutputTokens: 128}
 }
 
 func (v *checker) load(l LoadModel) {
@@ -69,6 +82,9 @@ func (v *checker) load(l LoadModel) {
 	v.atLeast("route.load.default_output_tokens", int64(l.DefaultOutputTokens), 1)
 	if !(l.PodSpeed >= 0 && l.PodSpeed <= 1) {
 		v.add("route.load.pod_speed", "must be between 0 and 1, got %v", l.PodSpeed)
+	}
+	if !(l.PodSpeedSamples >= 0 && l.PodSpeedSamples <= 1e6) {
+		v.add("route.load.pod_speed_samples", "must be between 0 (off) and 1e6, got %v", l.PodSpeedSamples)
 	}
 	if l.SpeedBand != 0 && l.SpeedBand < 1 {
 		v.add("route.load.speed_band", "must be 0 (off) or at least 1, got %v", l.SpeedBand)
