@@ -18,6 +18,13 @@ type Setup struct {
 	Sim      vllmsim.Config
 	Faults   map[int]vllmsim.Faults // by server index
 	Replicas int
+	// History, when set, is the traffic the servers served before the
+	// run (-pod-history): dealt over them in proportion to their speed
+	// (vllmsim.DealHistory, the weights their Faults' slowdowns), each
+	// share played through a private engine (vllmsim.RunHistory), and the
+	// counters added to the server's /metrics (Server.SetHistory), as a
+	// long-lived pod's. Empty: fresh servers, counters at 0.
+	History []vllmsim.HistoryRequest
 }
 
 // RunResult is everything measured in one run of one strategy.
@@ -56,6 +63,9 @@ func RunOne(ctx context.Context, su Setup, strategy string, reqs []Req, perReq t
 		if i < len(servers) {
 			servers[i].SetFaults(f)
 		}
+	}
+	if err := setHistory(servers, su); err != nil {
+		return nil, err
 	}
 	reps := max(su.Replicas, 1)
 	var proxies []*ProxyInstance
@@ -203,4 +213,23 @@ func speedRatio(bs []*route.Backend, addr string, nsOf func(*probe.State) float6
 		return 0, false
 	}
 	return last / (sum / float64(n)), true
+}
+
+// setHistory gives every server its share of su.History (see Setup).
+func setHistory(servers []*vllmsim.Server, su Setup) error {
+	if len(su.History) == 0 {
+		return nil
+	}
+	weights := make([]float64, len(servers))
+	for i := range servers {
+		weights[i] = max(su.Faults[i].Slowdown, 1)
+	}
+	for i, share := range vllmsim.DealHistory(su.History, weights, false) {
+		st, err := vllmsim.RunHistory(servers[i].Config(), weights[i], share)
+		if err != nil {
+			return err
+		}
+		servers[i].SetHistory(st)
+	}
+	return nil
 }

@@ -25,8 +25,13 @@ type Options struct {
 	Duration   time.Duration // load duration of steady-like runs (0: 3 s quick, 15 s full)
 	Strategies []string      // nil: all
 	Servers    int           // fleet size (0: 8)
-	Progress   io.Writer     // progress bar (nil: none)
-	Log        io.Writer     // human-readable log lines (nil: none)
+	// PodHistory is how many earlier runs' worth of the same traffic
+	// (the requests of seeds seed+1000..., one run each) the servers
+	// served before each run (Setup.History): long-lived pods whose
+	// /metrics counters already hold them. 0: fresh servers.
+	PodHistory int
+	Progress   io.Writer // progress bar (nil: none)
+	Log        io.Writer // human-readable log lines (nil: none)
 	NoPlots    bool
 	// Burstiness is the gamma shape of arrival gaps (1 or 0: Poisson; < 1:
 	// burstier), as `vllm bench serve --burstiness`.
@@ -204,6 +209,24 @@ func (v *variant) build(seed int64) []Req {
 		}
 	}
 	return v.work.Build(arr, steps, uint64(seed))
+}
+
+// history returns n runs' worth of v's traffic for Setup.History: the
+// requests of seeds seed+1000+h*... (no measured seed's), one after the
+// other (run h shifted by h x the run's span).
+func (v *variant) history(seed int64, n int) []vllmsim.HistoryRequest {
+	var out []vllmsim.HistoryRequest
+	for h := range n {
+		for _, r := range v.build(seed + 1000 + int64(h)*100) {
+			tokens := r.PromptTokens
+			if tokens <= 0 {
+				tokens = (len(r.Prompt) + vllmsim.BytesPerToken - 1) / vllmsim.BytesPerToken
+			}
+			out = append(out, vllmsim.HistoryRequest{At: r.At + time.Duration(h)*v.schedDur(),
+				Prompt: vllmsim.Prompt{Tokens: tokens}, MaxTokens: r.MaxTokens})
+		}
+	}
+	return out
 }
 
 // window returns the trace rows seed replays: with traceRows, rowsWindow;
@@ -483,6 +506,7 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 					prog.Begin(fmt.Sprintf("%s/%s seed %d", v.name, s, seed), len(reqs))
 					su := v.setup
 					su.Sim.Seed = seed * 1000
+					su.History = v.history(seed, o.PodHistory)
 					rr, err := RunOne(ctx, su, s, reqs, 60*time.Second, prog.Tick)
 					prog.End()
 					if err != nil {
@@ -494,6 +518,9 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 			sc := ScenarioResult{Name: v.name, Params: v.params}
 			sc.Params["offered_rps"] = round3(v.offered())
 			sc.Params["servers"] = v.setup.Servers
+			if o.PodHistory > 0 {
+				sc.Params["pod_history_runs"] = o.PodHistory
+			}
 			base, _ := v.params["scenario"].(string)
 			for _, s := range strategies {
 				sr := aggregate(s, runs[s], v.schedDur(), v.offered(), v.stepLoads)

@@ -41,6 +41,9 @@ type pod struct {
 	// fields a read touches anyway, rather than behind two more pointers.
 	running, waiting int
 	kvUse            float64
+	// histSecs, histToks: the prefill counters of the pod's earlier life
+	// (Config.History), added to every report; 0 for a fresh pod.
+	histSecs, histToks float64
 
 	// Pod-side cost counters.
 	probes, scrapes int64
@@ -108,6 +111,8 @@ func (p *pod) sync() {
 // vllm:request_prefill_kv_computed_tokens; no /load count).
 func (p *pod) load(at time.Time, src probe.Source) probe.Load {
 	secs, toks := p.eng.PrefillTotals()
+	secs += p.histSecs
+	toks += p.histToks
 	return probe.Load{
 		Running: p.running, Waiting: p.waiting, KVUse: p.kvUse, ServerLoad: -1,
 		MaxLoRA: p.maxLoRA, BaseModel: p.baseName, At: at, Source: src,

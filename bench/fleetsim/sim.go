@@ -46,6 +46,13 @@ type Config struct {
 	Record func(*Record)
 	// Ideal parameterizes the non-greedy ideal strategies (nongreedy.go).
 	Ideal IdealParams
+	// History, when set, is the traffic the pods served before the run
+	// (history.go): their reports then carry its prefill counters, as a
+	// long-lived pod's do. Unset: fresh pods, every counter at 0.
+	History []Job
+	// HistoryRoundRobin deals History round robin over the pods instead
+	// of in proportion to their speed.
+	HistoryRoundRobin bool
 }
 
 // sim is the state of one run. It is driven by one goroutine.
@@ -102,18 +109,27 @@ func newSim(cfg Config) (*sim, error) {
 	}
 	s := &sim{cfg: cfg, params: cfg.Params, rng: rand.New(rand.NewPCG(cfg.Seed, 0x73696d))}
 	addrs := make([]string, cfg.Pods)
-	for i := range addrs {
-		addrs[i] = fmt.Sprintf("10.%d.%d.%d:8000", i>>16&0xff, i>>8&0xff, i&0xff)
+	podCfg := func(i int) (vllmsim.Config, float64) {
 		pc := cfg.Sim
 		pc.Seed = int64(cfg.Seed)*100003 + int64(i)
 		slow := cfg.Slowdown
 		if i < len(cfg.PodSlowdown) && cfg.PodSlowdown[i] > 1 {
 			slow *= cfg.PodSlowdown[i]
 		}
+		return pc, slow
+	}
+	hist, err := historyTotals(&cfg, podCfg, cfg.History)
+	if err != nil {
+		return nil, err
+	}
+	for i := range addrs {
+		addrs[i] = fmt.Sprintf("10.%d.%d.%d:8000", i>>16&0xff, i>>8&0xff, i&0xff)
+		pc, slow := podCfg(i)
 		p, err := newPod(i, pc, slow)
 		if err != nil {
 			return nil, err
 		}
+		p.histSecs, p.histToks = hist[i][0], hist[i][1]
 		s.pods = append(s.pods, p)
 	}
 	if isReplay(cfg.Strategy) {

@@ -190,3 +190,14 @@ func PrefixJobs(rate float64, dur time.Duration, seed int64, blockSize int) []Jo
 		Sizes: bench.SizesUniform, MaxModelLen: 8192, SystemPrompt: 8, SystemChars: 3000}
 	return benchJobs(w, rate, dur, seed, blockSize, true)
 }
+
+// DrawJobs returns the jobs w's source draws at rate for dur with seed (as
+// a run without Config.Jobs would route them): a history for Config.History.
+func DrawJobs(w Workload, rate float64, dur time.Duration, seed uint64) []Job {
+	s := newSource(w, rate, dur, BenchMaxModelLen, seed)
+	var out []Job
+	for j, ok := s.next(); ok; j, ok = s.next() {
+		out = append(out, j)
+	}
+	return out
+}

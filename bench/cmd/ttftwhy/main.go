@@ -46,6 +46,8 @@ func main() {
 	sizes := flag.String("workload", "trace", "trace (the calibrated replay, seed k the k-th window), lognormal (Poisson arrivals, the bench's default sizes: steady_80 is 8 pods, -slowdown 1, -rate 18) or prefix (the bench's prefix scenario: 8 pods, -slowdown 1, -rate 48.6)")
 	jitter := flag.Duration("speed-jitter", 0, "fleetsim Params.SpeedJitter: mean extra delay of the replica's first-byte observation (speed sample noise)")
 	jitterP := flag.Float64("speed-jitter-p", 0, "fleetsim Params.SpeedJitterP: share of first bytes observed late")
+	hist := flag.Int("pod-history", 0, "long-lived pods: each pod's counters start with its share of this many earlier windows of the workload (fleetsim Config.History; 0: fresh pods, counters at 0)")
+	histRR := flag.Bool("pod-history-rr", false, "deal the history round robin over the pods (default: in proportion to their speed)")
 	flag.Parse()
 	params := fleetsim.LoopbackParams()
 	params.SpeedJitter, params.SpeedJitterP = *jitter, *jitterP
@@ -85,7 +87,24 @@ func main() {
 				case "prefix":
 					jobs = fleetsim.PrefixJobs(*rate, *dur, int64(k), sim.BlockSize)
 				}
-				cfg := fleetsim.Config{Jobs: jobs, Pods: *pods, Replicas: r, Strategy: st, Workload: w, Rate: *rate, Duration: *dur, Warmup: *warm,
+				var history []fleetsim.Job
+				for h := range *hist {
+					var hj []fleetsim.Job
+					idx := 1000 + (k-1)*(*hist) + h // windows no seed measures
+					switch *sizes {
+					case "trace":
+						hj = fleetsim.CalibratedJobs(w.Trace, *offset, int(*rate*dur.Seconds()), idx, *dur)
+					case "prefix":
+						hj = fleetsim.PrefixJobs(*rate, *dur, int64(idx), sim.BlockSize)
+					default:
+						hj = fleetsim.DrawJobs(w, *rate, *dur, uint64(idx))
+					}
+					for _, j := range hj {
+						j.At += time.Duration(h) * *dur
+						history = append(history, j)
+					}
+				}
+				cfg := fleetsim.Config{Jobs: jobs, History: history, HistoryRoundRobin: *histRR, Pods: *pods, Replicas: r, Strategy: st, Workload: w, Rate: *rate, Duration: *dur, Warmup: *warm,
 					Sim: sim, Slowdown: fleetsim.BenchSlowdown, Params: params, Seed: uint64(k), PodSlowdown: ps, Ideal: ideal,
 					Record: func(rec *fleetsim.Record) { sr = append(sr, rec) }}
 				if _, err := fleetsim.Run(cfg); err != nil {
