@@ -13,7 +13,8 @@ import (
 	"github.com/probegate/probegate/probe"
 )
 
-// A 5xx answer is judged by a canary, not taken on the client's word.
+// A 5xx answer is judged by a canary, not taken on the client's word,
+// when it cannot be re-sent for a second opinion (second_opinion.go).
 //
 // vLLM answers 500 both when its engine died (EngineDeadError: every
 // request fails, /health turns 503 and the server exits) and when one

@@ -59,11 +59,12 @@ var (
 type failureKind uint8
 
 const (
-	failOther   failureKind = iota // malformed response and the like: 502
-	failConnect                    // dial refused or timed out, no free connection: never sent
-	failWrite                      // writing the request failed: never sent whole
-	failReset                      // closed or reset after the write, before the first byte
-	failTimeout                    // upstream.first_byte_timeout (or the write's deadline): 504
+	failOther       failureKind = iota // malformed response and the like: 502
+	failConnect                        // dial refused or timed out, no free connection: never sent
+	failWrite                          // writing the request failed: never sent whole
+	failReset                          // closed or reset after the write, before the first byte
+	failTimeout                        // upstream.first_byte_timeout (or the write's deadline): 504
+	failServerError                    // a 5xx answer re-sent for a second opinion (second_opinion.go)
 )
 
 // failure is how one forwarded attempt failed.

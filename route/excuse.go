@@ -11,4 +11,7 @@ const (
 	// excuseHealthy: a 5xx answer from a backend that answers the
 	// proxy's canary (judgeServerError): "healthy".
 	excuseHealthy
+	// excuseAlsoFailed: a 5xx answer re-sent to another backend that
+	// answered 5xx too (second_opinion.go): "also_failed".
+	excuseAlsoFailed
 )

@@ -309,31 +309,51 @@ func ftCheckProbeFallback(t *testing.T, tp *testProxy, cfg *config.Config, bad, 
 // bounded by the breaker and by upstream.first_byte_timeout; the client
 // gets the error in the envelope.
 func TestFailingAndHangingPods(t *testing.T) {
-	t.Run("500s", func(t *testing.T) {
-		fleet := ftFleet(t, 2)
-		fleet.Servers()[0].SetFaults(vllmsim.Faults{FailRate: 1})
-		cfg := testConfig(fleet.URLs()...)
-		cfg.Route.Policy = "round_robin"
-		cfg.Breaker.OpenFor = config.Duration(10 * time.Second) // no half-open trial during the test
-		tp := startProxy(t, cfg)
-		fails := 0
-		for i := 0; i < 40; i++ {
-			resp := post(t, tp.url("/v1/completions"), ftBody(1, false))
-			if resp.StatusCode == 500 {
-				fails++
-				envelope(t, resp, 500)
-				continue
+	// A pod that answers 500 to everything (vllmsim's FailRate 1; its
+	// /v1/models and the canary fail too). retries 1: each 500 is re-sent
+	// to the healthy pod (second_opinion.go), which serves it, so no
+	// client sees an error and the failing pod's breaker opens after
+	// exactly consecutive_failures re-sent 500s. retries 0: nothing can be
+	// re-sent, the canary judges, and exactly consecutive_failures
+	// clients get the 500 before the breaker opens.
+	for _, retries := range []int{1, 0} {
+		t.Run(fmt.Sprintf("500s/retries=%d", retries), func(t *testing.T) {
+			fleet := ftFleet(t, 2)
+			fleet.Servers()[0].SetFaults(vllmsim.Faults{FailRate: 1})
+			cfg := testConfig(fleet.URLs()...)
+			cfg.Route.Policy = "round_robin"
+			cfg.Upstream.Retries = retries
+			cfg.Breaker.OpenFor = config.Duration(10 * time.Second) // no half-open trial during the test
+			tp := startProxy(t, cfg)
+			fails := 0
+			for i := 0; i < 40; i++ {
+				resp := post(t, tp.url("/v1/completions"), ftBody(1, false))
+				if resp.StatusCode == 500 {
+					fails++
+					envelope(t, resp, 500)
+					continue
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 {
+					t.Fatalf("status %d", resp.StatusCode)
+				}
 			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != 200 {
-				t.Fatalf("status %d", resp.StatusCode)
+			want, resent := cfg.Breaker.ConsecutiveFailures, 0
+			if retries > 0 {
+				want, resent = 0, cfg.Breaker.ConsecutiveFailures
 			}
-		}
-		if fails != cfg.Breaker.ConsecutiveFailures {
-			t.Fatalf("%d requests failed, want exactly breaker.consecutive_failures (%d)", fails, cfg.Breaker.ConsecutiveFailures)
-		}
-	})
+			if fails != want {
+				t.Fatalf("%d requests failed at the client, want %d", fails, want)
+			}
+			if got := tp.counter(t, "probegate_retries_total", map[string]string{"reason": "server_error"}); int(got) != resent {
+				t.Fatalf("retries_total{server_error} = %v, want %d", got, resent)
+			}
+			if st := ftBackend(tp, fleet.Addrs()[0]).Breaker; st != "open" {
+				t.Fatalf("the failing pod's breaker is %s, want open", st)
+			}
+		})
+	}
 	t.Run("hang", func(t *testing.T) {
 		fleet := ftFleet(t, 2)
 		hung := fleet.Servers()[0]

@@ -27,6 +27,12 @@ type reqCtx struct {
 	// clientClose: the client asked to close its connection after this
 	// response (Connection: close, or HTTP/1.0 without keep-alive).
 	clientClose bool
+	// ntried: entries of tried in use. resend5xx: a 5xx answer to the
+	// attempt under way may be re-sent (second_opinion.go); suspect: the
+	// backend whose 5xx was, waiting for the next answer's verdict.
+	ntried    int
+	resend5xx bool
+	suspect   *Backend
 }
 
 func newReqCtx() *reqCtx {
@@ -127,6 +133,8 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 	attempts := 0       // attempts forwarded to a backend
 	ntried := 0         // entries of rc.tried in use
 	drops := 0          // attempts a backend dropped after they went out (poison.go)
+	resent := false     // a 5xx answer was re-sent (second_opinion.go): once per request
+	rc.suspect = nil
 	// attempts counts the requests sent, which upstream.retries bounds; a
 	// breaker refusal sends nothing and costs no time, so it does not count
 	// (rc.tried's size bounds those re-picks).
@@ -175,6 +183,8 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 			continue
 		}
 		attempts++
+		rc.ntried = ntried
+		rc.resend5xx = rt.retryOnReset && attempts <= rt.retries && !resent
 		req.Header.SetBytesV(hdrRequestID, rc.id)
 		f, err := p.forward(ctx, rt, rc, b, ticket, start, picked, dec, attempts, idReplaced)
 		if err == nil {
@@ -185,6 +195,9 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 		reason = retryReasonFor(f, rt.retryOnReset)
 		if reason == retryNone {
 			break
+		}
+		if reason == retryServerError {
+			rc.suspect, resent = b, true
 		}
 		if f.kind == failWrite {
 			// Never delivered whole, so no drop (poison.go). On a pooled
@@ -283,12 +296,13 @@ const maxBreakerSkips = 4
 type retryReason uint8
 
 const (
-	retryNone      retryReason = iota // no retry
-	retryConnect                      // the dial failed: label "connect"
-	retryReset                        // closed or reset before the first byte: "reset"
-	retryStale                        // as retryReset, on a reused keep-alive connection: "reset"
-	retryBreaker                      // the breaker refused the attempt: "breaker"
-	retryAfterHead                    // closed or reset after the head, before the body's first byte: "after_head"
+	retryNone        retryReason = iota // no retry
+	retryConnect                        // the dial failed: label "connect"
+	retryReset                          // closed or reset before the first byte: "reset"
+	retryStale                          // as retryReset, on a reused keep-alive connection: "reset"
+	retryBreaker                        // the breaker refused the attempt: "breaker"
+	retryAfterHead                      // closed or reset after the head, before the body's first byte: "after_head"
+	retryServerError                    // a 5xx answer re-sent for a second opinion: "server_error"
 )
 
 // retryReasonFor decides whether a failed attempt on b may be re-picked,
@@ -304,6 +318,8 @@ func retryReasonFor(f failure, onReset bool) retryReason {
 	switch f.kind {
 	case failConnect:
 		return retryConnect
+	case failServerError:
+		return retryServerError
 	case failWrite:
 		r = retryReset
 	case failReset:

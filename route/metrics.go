@@ -27,14 +27,14 @@ type Metrics struct {
 	scrapesVec      *prometheus.CounterVec
 	scrapeIntervalV *prometheus.GaugeVec
 	retriesVec      *prometheus.CounterVec
-	retries         [retryAfterHead + 1]prometheus.Counter // by retryReason
+	retries         [retryServerError + 1]prometheus.Counter // by retryReason
 	shed            prometheus.Counter
 	// progressScrapes counts the progress watch's answered scrapes
 	// (progress_watch.go); excused the failures the breaker was not told
 	// of, by reason (excuseReason).
 	progressScrapes prometheus.Counter
 	excusedVec      *prometheus.CounterVec
-	excused         [excuseHealthy + 1]prometheus.Counter
+	excused         [excuseAlsoFailed + 1]prometheus.Counter
 	poison          prometheus.Counter            // requests two backends dropped in a row (poison.go)
 	probes          map[string]prometheus.Counter // by outcome, resolved once
 	decisions       [probe.SourceOracle + 1]prometheus.Counter
@@ -121,6 +121,7 @@ func newMetrics(reg prometheus.Registerer, p *Proxy) (*Metrics, error) {
 	}
 	m.excused[excuseProgress] = m.excusedVec.WithLabelValues("progress")
 	m.excused[excuseHealthy] = m.excusedVec.WithLabelValues("healthy")
+	m.excused[excuseAlsoFailed] = m.excusedVec.WithLabelValues("also_failed")
 	for _, o := range []string{probe.OutcomeOK, probe.OutcomeTimeout, probe.OutcomeError, probe.OutcomeCancelled, probe.OutcomeHedge, probe.OutcomeSkippedFresh, probe.OutcomeCoalesced, probe.OutcomeSkippedSlow, probe.OutcomeSkippedRecent} {
 		m.probes[o] = m.probesVec.WithLabelValues(o)
 	}
@@ -129,6 +130,7 @@ func newMetrics(reg prometheus.Registerer, p *Proxy) (*Metrics, error) {
 	m.retries[retryStale] = m.retries[retryReset]
 	m.retries[retryBreaker] = m.retriesVec.WithLabelValues("breaker")
 	m.retries[retryAfterHead] = m.retriesVec.WithLabelValues("after_head")
+	m.retries[retryServerError] = m.retriesVec.WithLabelValues("server_error")
 	// DESIGN.md's four sources, and none (a blind policy, round_robin or
 	// random, decided on no state), are always exported. The benchmark's
 	// oracle series exists only in a proxy built with a view source

@@ -97,7 +97,15 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 	}
 	// The head's arrival: the first byte's latency and an ORCA report's time.
 	headAt := p.now()
+	if rc.suspect != nil {
+		p.secondOpinion(rc, status) // on the re-sent 5xx (second_opinion.go)
+	}
 	if status >= 500 {
+		if p.resendServerError(rc) {
+			// Re-sent to another backend, whose answer decides (second_opinion.go).
+			p.abandon(b, resp, ticket, &work, breaker.Ignore)
+			return failure{kind: failServerError}, errors.Join(ErrUpstream, errServerError)
+		}
 		// A 5xx is judged by a canary request no client shapes
 		// (canary.go), not taken on the client's word; the canary
 		// decides the ticket (now, or when its verdict comes), nothing

@@ -1,0 +1,77 @@
+package route
+
+import "errors"
+
+// A 5xx answer is re-sent once to another backend, which gives the
+// backend's breaker a second opinion.
+//
+// The canary (canary.go) excuses a 5xx when the backend answers a request
+// no client shapes. That protects a healthy pod from bodies that make
+// vLLM fail (EngineGenerateError), but it also excuses a pod that answers
+// the canary and fails every client request (one broken route, a broken
+// tokenizer or adapter path): it was never ejected, and every client
+// routed to it lost its request. So, while a retry is left
+// (upstream.retries) under upstream.retry_on_reset, and another backend is
+// eligible, a 5xx answer does not go to the client: the request is
+// re-picked (retries_total{reason="server_error"}), at most once per
+// request, and the next backend's answer decides the first one's breaker
+// outcome:
+//
+//   - answered without a 5xx: another pod served this body, so the 5xx
+//     was the first pod's fault. It counts as a failure (Breaker.FailLater):
+//     a pod failing consecutive_failures bodies in a row that other pods
+//     serve is ejected, and its clients got their answers from the others;
+//   - answered 5xx too: the body fails on two pods, so it is the body's
+//     (probegate_breaker_excused_total{reason="also_failed"}), and the
+//     second 5xx goes to the client, judged by that backend's canary;
+//   - any other failure (reset, timeout, no backend left): no verdict; the
+//     client gets that failure's error envelope.
+//
+// A client's bodies can therefore count against a pod only if another pod
+// serves them, which a poison body (one that fails on every pod) never
+// does. The cost: a request answered 5xx by its first pod waits for a
+// second attempt, and a poison body costs two pods one failed request
+// each. A request the proxy cannot re-send (no retry left, no other
+// eligible backend, retry_on_reset false) keeps the canary's judgement.
+
+// errServerError is a 5xx answer the proxy re-sends instead of answering
+// with it.
+var errServerError = errors.New("upstream answered 5xx: re-sent for a second opinion")
+
+// resendServerError reports whether a 5xx answer to the attempt under way
+// is re-sent: rc.resend5xx (a retry left, none re-sent yet) and an
+// eligible backend other than those tried. Called only on a 5xx answer.
+func (p *Proxy) resendServerError(rc *reqCtx) bool {
+	if !rc.resend5xx {
+		return false
+	}
+	tried := rc.tried[:rc.ntried]
+	for _, c := range p.snap.Load().pool.Backends() {
+		if c.Eligible() && !triedAlready(tried, c) {
+			return true
+		}
+	}
+	return false
+}
+
+func triedAlready(tried []*Backend, b *Backend) bool {
+	for _, t := range tried {
+		if t == b {
+			return true
+		}
+	}
+	return false
+}
+
+// secondOpinion decides the breaker outcome of rc.suspect's re-sent 5xx
+// from the status the next backend answered.
+func (p *Proxy) secondOpinion(rc *reqCtx, status int) {
+	b := rc.suspect
+	rc.suspect = nil
+	if status >= 500 {
+		p.excuse(excuseAlsoFailed)
+		return
+	}
+	b.brk.FailLater()
+	p.log.Debug().Str("backend", b.addr).Msg("a 5xx answer counted: another backend served the same request")
+}

@@ -1,0 +1,114 @@
+package route
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/probegate/probegate/internal/config"
+)
+
+// brokenRoutePod answers the proxy's canary (a one-token "ping"
+// completion) and /v1/models, and 500 to every client completion: a pod
+// whose engine runs but whose path for real requests is broken. clients
+// counts the client requests that reached it.
+type brokenRoutePod struct{ clients atomic.Int64 }
+
+func (c *brokenRoutePod) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	if r.URL.Path == "/v1/models" {
+		_, _ = io.WriteString(w, `{"object":"list","data":[{"id":"m","object":"model"}]}`)
+		return
+	}
+	if bytes.Contains(body, []byte(`"prompt":"ping"`)) {
+		_, _ = io.WriteString(w, `{"choices":[{"text":"pong"}]}`)
+		return
+	}
+	c.clients.Add(1)
+	w.WriteHeader(http.StatusInternalServerError)
+}
+
+func secondOpinionConfig(urls ...string) *config.Config {
+	cfg := testConfig(urls...)
+	cfg.Route.Policy = "round_robin"
+	cfg.Upstream.Retries = 1
+	cfg.Upstream.RetryOnReset = true
+	cfg.Breaker.OpenFor = config.Duration(10 * time.Second) // no half-open trial during the test
+	return cfg
+}
+
+// A pod that answers the canary but fails every client request is
+// ejected: each of its 500s is re-sent to the other pod, which serves the
+// same body, so the 500 counts; after consecutive_failures distinct bodies
+// its breaker is open. No client sees an error. With the canary alone
+// (the 500s not re-sent) every other client got a 500 and the pod stayed
+// in rotation for good.
+func TestPodFailingBodiesOthersServeIsEjected(t *testing.T) {
+	broken := &brokenRoutePod{}
+	healthy := &canaryPod{}
+	bu, hu := upstream(t, broken.serve), upstream(t, healthy.serve)
+	cfg := secondOpinionConfig(bu.URL, hu.URL)
+	tp := startProxy(t, cfg)
+	url := tp.url("/v1/completions")
+	for i := range 12 {
+		if code := postStatus(t, url, fmt.Sprintf(`{"model":"m","prompt":"question %d"}`, i)); code != 200 {
+			t.Fatalf("request %d: %d, want 200 (a 500 re-sent to the healthy pod)", i, code)
+		}
+	}
+	if st := ftBackend(tp, bu.Listener.Addr().String()).Breaker; st != "open" {
+		t.Fatalf("the broken pod's breaker is %s after failing bodies the other pod served, want open", st)
+	}
+	if got := broken.clients.Load(); got != int64(cfg.Breaker.ConsecutiveFailures) {
+		t.Errorf("the broken pod got %d client requests, want exactly consecutive_failures (%d)", got, cfg.Breaker.ConsecutiveFailures)
+	}
+	if got := tp.counter(t, "probegate_retries_total", map[string]string{"reason": "server_error"}); int(got) != cfg.Breaker.ConsecutiveFailures {
+		t.Errorf("retries_total{server_error} = %v, want %d", got, cfg.Breaker.ConsecutiveFailures)
+	}
+}
+
+// Poison bodies (distinct ones, each making every pod answer 500) never
+// open a healthy pod's breaker: each 500 is re-sent, the other pod fails
+// the same body, so neither 500 counts (excused{also_failed}) and the
+// client gets the second 500. Other clients are served throughout.
+func TestPoisonBodiesFailingEverywhereEjectNoPod(t *testing.T) {
+	a, b := &canaryPod{}, &canaryPod{}
+	au, bu := upstream(t, a.serve), upstream(t, b.serve)
+	cfg := secondOpinionConfig(au.URL, bu.URL)
+	tp := startProxy(t, cfg)
+	url := tp.url("/v1/completions")
+	n := 2 * cfg.Breaker.ConsecutiveFailures
+	for round := range 3 {
+		codes := make([]int, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				codes[i] = postStatus(t, url, fmt.Sprintf(`{"model":"m","prompt":"poison %d-%d"}`, round, i))
+			})
+		}
+		wg.Wait()
+		for i, c := range codes {
+			if c != 500 {
+				t.Fatalf("round %d, request %d: %d, want the pods' 500", round, i, c)
+			}
+		}
+		for _, info := range tp.DebugBackends() {
+			if info.Breaker != "closed" {
+				t.Fatalf("round %d: %s's breaker %s after poison bodies that fail on every pod", round, info.Address, info.Breaker)
+			}
+		}
+		if code := postStatus(t, url, `{"model":"m","prompt":"fine"}`); code != 200 {
+			t.Fatalf("round %d: another client's request: %d, want 200", round, code)
+		}
+	}
+	if got := tp.counter(t, "probegate_breaker_excused_total", map[string]string{"reason": "also_failed"}); int(got) != 3*n {
+		t.Errorf("excused{also_failed} = %v, want one per poison request (%d)", got, 3*n)
+	}
+	if got := tp.counter(t, "probegate_retries_total", map[string]string{"reason": "server_error"}); int(got) != 3*n {
+		t.Errorf("retries_total{server_error} = %v, want one per poison request (%d)", got, 3*n)
+	}
+}
