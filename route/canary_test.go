@@ -20,6 +20,7 @@ import (
 // dead is set (/v1/models still answers, as vLLM's API server does while
 // its engine is dead); completions counts what reached it.
 type canaryPod struct {
+	poisonCode  int // the status of a poison body's answer; 0: 500
 	dead        atomic.Bool
 	completions atomic.Int64
 	canaries    atomic.Int64
@@ -41,7 +42,11 @@ func (c *canaryPod) serve(w http.ResponseWriter, r *http.Request) {
 		c.canaries.Add(1)
 	}
 	if c.dead.Load() || bytes.Contains(body, []byte("poison")) {
-		w.WriteHeader(http.StatusInternalServerError)
+		code := http.StatusInternalServerError
+		if c.poisonCode != 0 && !c.dead.Load() {
+			code = c.poisonCode
+		}
+		w.WriteHeader(code)
 		return
 	}
 	_, _ = io.WriteString(w, `{"choices":[{"text":"ok"}]}`)

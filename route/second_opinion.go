@@ -17,13 +17,16 @@ import "errors"
 // request, and the next backend's answer decides the first one's breaker
 // outcome:
 //
-//   - answered without a 5xx: another pod served this body, so the 5xx
-//     was the first pod's fault. It counts as a failure (Breaker.FailLater):
+//   - answered 2xx: another pod served this body, so the 5xx was the
+//     first pod's fault. It counts as a failure (Breaker.FailLater):
 //     a pod failing consecutive_failures bodies in a row that other pods
 //     serve is ejected, and its clients got their answers from the others;
 //   - answered 5xx too: the body fails on two pods, so it is the body's
 //     (probegate_breaker_excused_total{reason="also_failed"}), and the
-//     second 5xx goes to the client, judged by that backend's canary;
+//     second 5xx goes to the client, judged by that backend's canary; a
+//     4xx there (the body refused: a bad input, a model that pod does not
+//     serve) is no evidence against the first pod either, and goes to the
+//     client;
 //   - any other failure (reset, timeout, no backend left): no verdict; the
 //     client gets that failure's error envelope.
 //
@@ -68,7 +71,9 @@ func triedAlready(tried []*Backend, b *Backend) bool {
 func (p *Proxy) secondOpinion(rc *reqCtx, status int) {
 	b := rc.suspect
 	rc.suspect = nil
-	if status >= 500 {
+	if status >= 300 {
+		// 5xx there too, or a 4xx refusal of the same body (another
+		// model, a bad input): no evidence against b.
 		p.excuse(excuseAlsoFailed)
 		return
 	}

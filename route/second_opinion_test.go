@@ -71,44 +71,52 @@ func TestPodFailingBodiesOthersServeIsEjected(t *testing.T) {
 	}
 }
 
-// Poison bodies (distinct ones, each making every pod answer 500) never
-// open a healthy pod's breaker: each 500 is re-sent, the other pod fails
-// the same body, so neither 500 counts (excused{also_failed}) and the
-// client gets the second 500. Other clients are served throughout.
+// Poison bodies (distinct ones, each making a pod answer 500) never open
+// a healthy pod's breaker: each 500 is re-sent, the other pod fails the
+// same body too (500) or refuses it (400), so neither answer counts
+// (excused{also_failed}) and the client gets the second answer. Other
+// clients are served throughout.
 func TestPoisonBodiesFailingEverywhereEjectNoPod(t *testing.T) {
-	a, b := &canaryPod{}, &canaryPod{}
-	au, bu := upstream(t, a.serve), upstream(t, b.serve)
-	cfg := secondOpinionConfig(au.URL, bu.URL)
-	tp := startProxy(t, cfg)
-	url := tp.url("/v1/completions")
-	n := 2 * cfg.Breaker.ConsecutiveFailures
-	for round := range 3 {
-		codes := make([]int, n)
-		var wg sync.WaitGroup
-		for i := range n {
-			wg.Go(func() {
-				codes[i] = postStatus(t, url, fmt.Sprintf(`{"model":"m","prompt":"poison %d-%d"}`, round, i))
-			})
-		}
-		wg.Wait()
-		for i, c := range codes {
-			if c != 500 {
-				t.Fatalf("round %d, request %d: %d, want the pods' 500", round, i, c)
+	for _, other := range []int{500, 400} {
+		t.Run(fmt.Sprintf("other pod answers %d", other), func(t *testing.T) {
+			a, b := &canaryPod{}, &canaryPod{poisonCode: other}
+			au, bu := upstream(t, a.serve), upstream(t, b.serve)
+			cfg := secondOpinionConfig(au.URL, bu.URL)
+			tp := startProxy(t, cfg)
+			url := tp.url("/v1/completions")
+			n := 2 * cfg.Breaker.ConsecutiveFailures
+			for round := range 3 {
+				codes := make([]int, n)
+				var wg sync.WaitGroup
+				for i := range n {
+					wg.Go(func() {
+						codes[i] = postStatus(t, url, fmt.Sprintf(`{"model":"m","prompt":"poison %d-%d"}`, round, i))
+					})
+				}
+				wg.Wait()
+				for i, c := range codes {
+					if c != 500 && c != other {
+						t.Fatalf("round %d, request %d: %d, want a pod's 500 or %d", round, i, c, other)
+					}
+				}
+				for _, info := range tp.DebugBackends() {
+					if info.Breaker != "closed" {
+						t.Fatalf("round %d: %s's breaker %s after poison bodies no pod serves", round, info.Address, info.Breaker)
+					}
+				}
+				if code := postStatus(t, url, `{"model":"m","prompt":"fine"}`); code != 200 {
+					t.Fatalf("round %d: another client's request: %d, want 200", round, code)
+				}
 			}
-		}
-		for _, info := range tp.DebugBackends() {
-			if info.Breaker != "closed" {
-				t.Fatalf("round %d: %s's breaker %s after poison bodies that fail on every pod", round, info.Address, info.Breaker)
+			// Every poison request met pod a's 500 once: first (then
+			// re-sent to b) or second (after b's 500; b's 400 ends it).
+			resent := tp.counter(t, "probegate_retries_total", map[string]string{"reason": "server_error"})
+			if got := tp.counter(t, "probegate_breaker_excused_total", map[string]string{"reason": "also_failed"}); got != resent || resent == 0 {
+				t.Errorf("excused{also_failed} = %v, want one per re-sent poison request (%v, > 0)", got, resent)
 			}
-		}
-		if code := postStatus(t, url, `{"model":"m","prompt":"fine"}`); code != 200 {
-			t.Fatalf("round %d: another client's request: %d, want 200", round, code)
-		}
-	}
-	if got := tp.counter(t, "probegate_breaker_excused_total", map[string]string{"reason": "also_failed"}); int(got) != 3*n {
-		t.Errorf("excused{also_failed} = %v, want one per poison request (%d)", got, 3*n)
-	}
-	if got := tp.counter(t, "probegate_retries_total", map[string]string{"reason": "server_error"}); int(got) != 3*n {
-		t.Errorf("retries_total{server_error} = %v, want one per poison request (%d)", got, 3*n)
+			if other == 500 && int(resent) != 3*n {
+				t.Errorf("retries_total{server_error} = %v, want one per poison request (%d)", resent, 3*n)
+			}
+		})
 	}
 }
