@@ -426,18 +426,6 @@ func (b *Breaker) CloseOnTrialProgress(progressed func(since time.Time) bool) bo
 	return b.transitionIf(w, Closed)
 }
 
-// FailLater counts one failure learned after its request was decided (the
-// proxy re-sent a request the backend answered 5xx, and another backend
-// served it: route/second_opinion.go). A closed breaker counts it as a
-// failure of a request it admitted now (it opens at the threshold, and a
-// success resets the run); an open or half-open breaker ignores it, as it
-// ignores outcomes of requests admitted before its last change.
-func (b *Breaker) FailLater() {
-	if w := b.current(); w.state == Closed {
-		Ticket{w}.Done(Failure)
-	}
-}
-
 // State returns the breaker's current state, moving an open breaker whose
 // open_for has passed to half-open (and reporting that transition).
 func (b *Breaker) State() State {

@@ -479,39 +479,3 @@ func TestTicketTrial(t *testing.T) {
 		}
 	})
 }
-
-// FailLater counts in a closed breaker exactly as a failed request does
-// (a success between resets the run), and is ignored when open or
-// half-open: it cannot reopen a breaker whose trial is under way.
-func TestFailLater(t *testing.T) {
-	b := New("b", cfg(3, 1, time.Hour), nil, nil)
-	b.FailLater()
-	b.FailLater()
-	report(t, b, Success)
-	b.FailLater()
-	b.FailLater()
-	if st := b.State(); st != Closed {
-		t.Fatalf("state %v after 2 late failures following a success, want closed", st)
-	}
-	b.FailLater()
-	if st := b.State(); st != Open {
-		t.Fatalf("state %v after 3 late failures in a row, want open", st)
-	}
-
-	now := time.Unix(0, 0)
-	b = New("b", cfg(1, 1, time.Second), func() time.Time { return now }, nil)
-	report(t, b, Failure)
-	now = now.Add(2 * time.Second)
-	trial, err := b.Allow()
-	if err != nil || !trial.Trial() {
-		t.Fatalf("no half-open trial: %v", err)
-	}
-	b.FailLater()
-	if st := b.State(); st != HalfOpen {
-		t.Fatalf("state %v after a late failure during a trial, want half-open", st)
-	}
-	trial.Done(Success)
-	if st := b.State(); st != Closed {
-		t.Fatalf("state %v after the trial succeeded, want closed", st)
-	}
-}

@@ -29,10 +29,12 @@ type reqCtx struct {
 	clientClose bool
 	// ntried: entries of tried in use. resend5xx: a 5xx answer to the
 	// attempt under way may be re-sent (second_opinion.go); suspect: the
-	// backend whose 5xx was, waiting for the next answer's verdict.
-	ntried    int
-	resend5xx bool
-	suspect   *Backend
+	// backend whose 5xx was, and suspectTicket its breaker claim, decided
+	// by the next answer's status.
+	ntried        int
+	resend5xx     bool
+	suspect       *Backend
+	suspectTicket breaker.Ticket
 }
 
 func newReqCtx() *reqCtx {
@@ -197,7 +199,7 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 			break
 		}
 		if reason == retryServerError {
-			rc.suspect, resent = b, true
+			resent = true
 		}
 		if f.kind == failWrite {
 			// Never delivered whole, so no drop (poison.go). On a pooled
@@ -223,6 +225,11 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 		if attempts <= rt.retries && b.draining.Load() {
 			p.reap() // b will not be counted: nothing of it is left to keep
 		}
+	}
+	if rc.suspect != nil {
+		// No answer came after the re-sent 5xx: no verdict.
+		rc.suspectTicket.Done(breaker.Ignore)
+		rc.suspect, rc.suspectTicket = nil, breaker.Ticket{}
 	}
 	if lastErr == nil {
 		lastErr = ErrNoBackend

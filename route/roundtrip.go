@@ -102,8 +102,10 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 	}
 	if status >= 500 {
 		if p.resendServerError(rc) {
-			// Re-sent to another backend, whose answer decides (second_opinion.go).
-			p.abandon(b, resp, ticket, &work, breaker.Ignore)
+			// Re-sent to another backend, whose answer decides the
+			// ticket (second_opinion.go).
+			rc.suspect, rc.suspectTicket = b, ticket
+			p.abandon(b, resp, breaker.Ticket{}, &work, breaker.Ignore)
 			return failure{kind: failServerError}, errors.Join(ErrUpstream, errServerError)
 		}
 		// A 5xx is judged by a canary request no client shapes

@@ -1,6 +1,10 @@
 package route
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/probegate/probegate/breaker"
+)
 
 // A 5xx answer is re-sent once to another backend, which gives the
 // backend's breaker a second opinion.
@@ -18,17 +22,19 @@ import "errors"
 // outcome:
 //
 //   - answered 2xx: another pod served this body, so the 5xx was the
-//     first pod's fault. It counts as a failure (Breaker.FailLater):
-//     a pod failing consecutive_failures bodies in a row that other pods
-//     serve is ejected, and its clients got their answers from the others;
+//     first pod's fault. It counts as a failure: the first attempt's
+//     breaker ticket is held until the second answer's head and decided
+//     then, so a pod failing consecutive_failures bodies in a row that
+//     other pods serve is ejected (and its clients got their answers from
+//     the others), and a half-open pod's failed trial reopens it;
 //   - answered 5xx too: the body fails on two pods, so it is the body's
 //     (probegate_breaker_excused_total{reason="also_failed"}), and the
 //     second 5xx goes to the client, judged by that backend's canary; a
 //     4xx there (the body refused: a bad input, a model that pod does not
 //     serve) is no evidence against the first pod either, and goes to the
 //     client;
-//   - any other failure (reset, timeout, no backend left): no verdict; the
-//     client gets that failure's error envelope.
+//   - any other failure (reset, timeout, no backend left): no verdict
+//     (Ignore); the client gets that failure's error envelope.
 //
 // A client's bodies can therefore count against a pod only if another pod
 // serves them, which a poison body (one that fails on every pod) never
@@ -69,14 +75,14 @@ func triedAlready(tried []*Backend, b *Backend) bool {
 // secondOpinion decides the breaker outcome of rc.suspect's re-sent 5xx
 // from the status the next backend answered.
 func (p *Proxy) secondOpinion(rc *reqCtx, status int) {
-	b := rc.suspect
-	rc.suspect = nil
+	b, t := rc.suspect, rc.suspectTicket
+	rc.suspect, rc.suspectTicket = nil, breaker.Ticket{}
 	if status >= 300 {
 		// 5xx there too, or a 4xx refusal of the same body (another
 		// model, a bad input): no evidence against b.
-		p.excuse(excuseAlsoFailed)
+		t.Done(p.excuse(excuseAlsoFailed))
 		return
 	}
-	b.brk.FailLater()
+	t.Done(breaker.Failure)
 	p.log.Debug().Str("backend", b.addr).Msg("a 5xx answer counted: another backend served the same request")
 }

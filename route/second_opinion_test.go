@@ -71,6 +71,43 @@ func TestPodFailingBodiesOthersServeIsEjected(t *testing.T) {
 	}
 }
 
+// The half-open trial of such a pod is decided the same way: its 500,
+// served by the other pod, reopens the breaker at once. (Ignored until its
+// second opinion and then counted only while closed, the trial left the
+// breaker half-open, and every later pick of the pod was one more trial
+// that failed.)
+func TestBrokenPodsTrialReopensItsBreaker(t *testing.T) {
+	broken := &brokenRoutePod{}
+	healthy := &canaryPod{}
+	bu, hu := upstream(t, broken.serve), upstream(t, healthy.serve)
+	cfg := secondOpinionConfig(bu.URL, hu.URL)
+	cfg.Breaker.OpenFor = config.Duration(200 * time.Millisecond)
+	tp := startProxy(t, cfg)
+	url := tp.url("/v1/completions")
+	addr := bu.Listener.Addr().String()
+	for i := 0; ftBackend(tp, addr).Breaker == "closed"; i++ {
+		if i == 20 {
+			t.Fatal("the broken pod's breaker did not open")
+		}
+		if code := postStatus(t, url, fmt.Sprintf(`{"model":"m","prompt":"question %d"}`, i)); code != 200 {
+			t.Fatalf("request %d: %d, want 200", i, code)
+		}
+	}
+	before := broken.clients.Load()
+	time.Sleep(cfg.Breaker.OpenFor.D() + 50*time.Millisecond)
+	for i := range 8 {
+		if code := postStatus(t, url, fmt.Sprintf(`{"model":"m","prompt":"later %d"}`, i)); code != 200 {
+			t.Fatalf("request %d after open_for: %d, want 200", i, code)
+		}
+	}
+	if got := broken.clients.Load() - before; got != 1 {
+		t.Errorf("the broken pod got %d client requests after open_for, want 1 (its trial)", got)
+	}
+	if st := ftBackend(tp, addr).Breaker; st != "open" {
+		t.Errorf("the broken pod's breaker is %s after its trial failed, want open", st)
+	}
+}
+
 // Poison bodies (distinct ones, each making a pod answer 500) never open
 // a healthy pod's breaker: each 500 is re-sent, the other pod fails the
 // same body too (500) or refuses it (400), so neither answer counts
