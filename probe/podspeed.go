@@ -54,6 +54,9 @@ type podSpeed struct {
 	at         time.Time // the anchor report's At; zero: no anchor
 	secs, toks float64   // the anchor's counters
 	ns         float64   // nanoseconds per prefill token; 0: none yet
+	// seeded: the estimate started from the pod's lifetime counters in
+	// the first report this proxy read (lifetimeNs): a long-lived pod.
+	seeded bool
 }
 
 // next returns the state after report l (already accepted as newer than
@@ -66,9 +69,10 @@ func (p podSpeed) next(l *Load) podSpeed {
 	if !counted(l.PrefillSeconds) || !counted(l.PrefillTokens) || (l.PrefillSeconds == 0 && l.PrefillTokens == 0) {
 		return p // none reported, or garbage (NaN, infinite, negative)
 	}
-	anchor := podSpeed{at: l.At, secs: l.PrefillSeconds, toks: l.PrefillTokens, ns: p.ns}
+	anchor := podSpeed{at: l.At, secs: l.PrefillSeconds, toks: l.PrefillTokens, ns: p.ns, seeded: p.seeded}
 	if p.at.IsZero() && p.ns == 0 {
 		anchor.ns = lifetimeNs(l)
+		anchor.seeded = anchor.ns > 0
 		return anchor
 	}
 	if p.at.IsZero() || l.PrefillSeconds < p.secs || l.PrefillTokens < p.toks {
@@ -118,7 +122,8 @@ func counted(c float64) bool { return c >= 0 && c <= maxPrefillTotals }
 
 // PodNsPerToken returns the pod-reported nanoseconds per prefill token (see
 // podSpeed), or 0 when the backend's reports have not yielded one.
-// Lock-free.
+// Lock-free. (View.PodSeeded tells whether it started from a long-lived
+// pod's lifetime counters.)
 func (s *State) PodNsPerToken() float64 {
 	if r := s.latest.Load(); r != nil {
 		return r.pod.ns

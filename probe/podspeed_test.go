@@ -167,6 +167,11 @@ func TestPodSpeedSeededFromALongLivedPodsFirstReport(t *testing.T) {
 	if ns := s.PodNsPerToken(); !near(ns, 100_000) {
 		t.Fatalf("long-lived pod's first report: speed %.0f ns a token, want 100,000 from its lifetime counters", ns)
 	}
+	var b Brief
+	s.BriefInto(&b, t0.Add(-time.Minute))
+	if v := s.View(t0, time.Minute); !v.PodSeeded || !b.PodSeeded {
+		t.Fatalf("long-lived pod: View.PodSeeded %v, Brief.PodSeeded %v, want true", v.PodSeeded, b.PodSeeded)
+	}
 	// Windows then move it as before (EWMA 0.5): 5 s at 200 us a token.
 	s.Report(podReport(5*time.Second, 3605, 36_025_000))
 	if ns := s.PodNsPerToken(); !near(ns, 150_000) {
@@ -177,6 +182,11 @@ func TestPodSpeedSeededFromALongLivedPodsFirstReport(t *testing.T) {
 	young.Report(podReport(0, 1, 10_000))
 	if ns := young.PodNsPerToken(); ns != 0 {
 		t.Fatalf("pod with 10,000 tokens in its life: speed %v at the first report, want none (below podSpeedTokens)", ns)
+	}
+	// Its first window (5 s, 20,000 tokens at 100 us) gives a speed, not a seed.
+	young.Report(podReport(5*time.Second, 3, 30_000))
+	if v := young.View(t0.Add(5*time.Second), time.Minute); !near(v.PodNsPerToken, 100_000) || v.PodSeeded {
+		t.Fatalf("young pod after a window: speed %v seeded %v, want 100,000 not seeded", v.PodNsPerToken, v.PodSeeded)
 	}
 	hostile := NewState("c:1")
 	hostile.Report(podReport(0, 1e-9, 1e12)) // a million million tokens in a nanosecond

@@ -265,6 +265,10 @@ type View struct {
 	// counters show (see podSpeed), 0 when its reports have not yielded
 	// one. It is kept when the report goes stale: a speed changes slowly.
 	PodNsPerToken float64
+	// PodSeeded tells that PodNsPerToken started from the pod's lifetime
+	// counters in the first report this proxy read of it (a long-lived
+	// pod, see podSpeed) rather than from a window of this proxy's reports.
+	PodSeeded bool
 }
 
 // View returns the backend's load as of now. If the latest report is younger
@@ -294,11 +298,11 @@ func (s *State) ViewInto(v *View, now time.Time, staleAfter time.Duration) {
 	v.PrefillTokens, v.DecodeTokens, v.NsPerToken = s.Work()
 	v.SpeedSamples = s.SpeedSamples()
 	v.PrefillRequests = int(max(s.prefillWaiting.Load(), 0))
-	v.PodNsPerToken = 0
+	v.PodNsPerToken, v.PodSeeded = 0, false
 	if r == nil {
 		return
 	}
-	v.PodNsPerToken = r.pod.ns
+	v.PodNsPerToken, v.PodSeeded = r.pod.ns, r.pod.seeded
 	age := max(now.Sub(r.load.At), 0)
 	if age >= staleAfter {
 		return
@@ -359,6 +363,7 @@ type Brief struct {
 	PrefillRequests             int
 	NsPerToken, PodNsPerToken   float64
 	SpeedSamples                int
+	PodSeeded                   bool
 }
 
 // BriefInto sets *b to the Brief of the View at now with staleAfter, given
@@ -374,9 +379,9 @@ func (s *State) BriefInto(b *Brief, cutoff time.Time) {
 	b.PrefillTokens, b.DecodeTokens, b.NsPerToken = s.Work()
 	b.SpeedSamples = s.SpeedSamples()
 	b.PrefillRequests = int(max(s.prefillWaiting.Load(), 0))
-	b.PodNsPerToken = 0
+	b.PodNsPerToken, b.PodSeeded = 0, false
 	if r != nil {
-		b.PodNsPerToken = r.pod.ns
+		b.PodNsPerToken, b.PodSeeded = r.pod.ns, r.pod.seeded
 	}
 	if r == nil || !r.load.At.After(cutoff) {
 		b.Queue, b.KVUse, b.Waiting, b.Source = float64(inflight), -1, -1, SourceLocal
@@ -396,5 +401,5 @@ func (v *View) Brief() Brief {
 	return Brief{Queue: v.Queue, KVUse: v.KVUse, Waiting: v.Waiting, Source: v.Source,
 		PrefillTokens: v.PrefillTokens, DecodeTokens: v.DecodeTokens,
 		PrefillRequests: v.PrefillRequests, NsPerToken: v.NsPerToken, PodNsPerToken: v.PodNsPerToken,
-		SpeedSamples: v.SpeedSamples}
+		SpeedSamples: v.SpeedSamples, PodSeeded: v.PodSeeded}
 }

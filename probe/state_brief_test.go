@@ -75,6 +75,8 @@ func garbageView() View {
 			}
 		case reflect.Float64:
 			f.SetFloat(77.5)
+		case reflect.Bool:
+			f.SetBool(true)
 		case reflect.String:
 			f.SetString("garbage")
 		case reflect.Slice:

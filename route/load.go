@@ -51,11 +51,12 @@ type LoadModel struct {
 	// pod-reported speed (View.PodNsPerToken) against its learned one
 	// (View.NsPerToken) where both are known (see Ns).
 	PodSpeed float64
-	// PodSamples is route.load.pod_speed_samples: when > 0, the
-	// pod-reported speed weighs at least PodSamples / (PodSamples + n)
-	// against a learned speed that is the median of n own samples, so it
-	// decides alone before this proxy has timed the backend and yields as
-	// its own timings arrive (see Ns).
+	// PodSamples is route.load.pod_speed_samples: when > 0, a
+	// long-lived pod's pod-reported speed (seeded from its lifetime
+	// counters) weighs at least PodSamples / (PodSamples + n) against a
+	// learned speed resting on n own samples, so it decides alone before
+	// this proxy has timed the backend and yields as its own timings
+	// arrive (see Ns).
 	PodSamples float64
 	// SpeedBand is route.load.speed_band: in requests mode, the learned
 	// speed ratio beyond which a backend's queue is scaled (0: never).
@@ -78,7 +79,7 @@ type LoadInput struct {
 // Queue returns the candidate's queue for the scorers (see LoadModel).
 func (m *LoadModel) Queue(v *probe.View, in *LoadInput) float64 {
 	if !m.Tokens {
-		return m.requestQueue(v.Queue, m.Ns(v.NsPerToken, v.PodNsPerToken, v.SpeedSamples), in)
+		return m.requestQueue(v.Queue, m.Ns(v.NsPerToken, v.PodNsPerToken, v.SpeedSamples, v.PodSeeded), in)
 	}
 	b := v.Brief()
 	return m.BriefQueue(&b, in)
@@ -88,7 +89,7 @@ func (m *LoadModel) Queue(v *probe.View, in *LoadInput) float64 {
 // BriefQueue(v.Brief(), in).
 func (m *LoadModel) BriefQueue(v *probe.Brief, in *LoadInput) float64 {
 	if !m.Tokens {
-		return m.requestQueue(v.Queue, m.Ns(v.NsPerToken, v.PodNsPerToken, v.SpeedSamples), in)
+		return m.requestQueue(v.Queue, m.Ns(v.NsPerToken, v.PodNsPerToken, v.SpeedSamples, v.PodSeeded), in)
 	}
 	if in.MeanPrompt <= 0 || in.RefNs <= 0 {
 		return v.Queue
@@ -106,7 +107,7 @@ func (m *LoadModel) BriefQueue(v *probe.Brief, in *LoadInput) float64 {
 	// not past it needs a seat too (its prefill tokens alone make a short
 	// prompt behind a cached prefix look nearly free): WaitingWeight.
 	running := max(v.Queue-waiting, 0)
-	ns := m.Ns(v.NsPerToken, v.PodNsPerToken, v.SpeedSamples)
+	ns := m.Ns(v.NsPerToken, v.PodNsPerToken, v.SpeedSamples, v.PodSeeded)
 	if ns <= 0 || m.IgnoreSpeed {
 		ns = in.RefNs
 	}
@@ -131,12 +132,15 @@ func (m *LoadModel) requestQueue(q, ns float64, in *LoadInput) float64 {
 }
 
 // Ns returns the ns per prefill token the model scores a backend with,
-// given its learned (State.PrefillDone, the median of n own samples) and
-// pod-reported (probe's podSpeed) speeds, 0 meaning unknown: w x pod +
-// (1 - w) x learned when both are known, where w is PodSpeed or, with
+// given its learned (State.PrefillDone, the median of its latest own
+// samples, n taken so far) and pod-reported (probe's podSpeed) speeds, 0
+// meaning unknown, and whether the pod-reported one started from a
+// long-lived pod's lifetime counters (seeded): w x pod + (1 - w) x learned
+// when both are known, where w is PodSpeed or, for a seeded speed with
 // PodSamples > 0, at least PodSamples / (PodSamples + n); the known one
-// when only one is; 0 when neither is. With PodSpeed and PodSamples 0 the
-// pod-reported speed is never used.
+// when only one is (the pod's only with w > 0); 0 when neither is. With
+// PodSpeed 0 a pod that was not long-lived when this proxy first read it
+// (no seed) is scored exactly as with the learned speed alone.
 //
 // The pod-reported speed is the same for every proxy in front of the pod
 // (it comes from the pod's counters, a long-lived pod's from its first
@@ -144,9 +148,9 @@ func (m *LoadModel) requestQueue(q, ns float64, in *LoadInput) float64 {
 // own requests: with R proxies each learns from 1/R of the samples and
 // never sees the others' work, and a proxy that has just started has
 // timed nobody.
-func (m *LoadModel) Ns(learned, pod float64, n int) float64 {
+func (m *LoadModel) Ns(learned, pod float64, n int, seeded bool) float64 {
 	w := m.PodSpeed
-	if m.PodSamples > 0 {
+	if seeded && m.PodSamples > 0 {
 		w = max(w, m.PodSamples/(m.PodSamples+float64(max(n, 0))))
 	}
 	switch {
@@ -164,7 +168,7 @@ func (m *LoadModel) Ns(learned, pod float64, n int) float64 {
 func (m *LoadModel) RefNs(views []probe.View) float64 {
 	sum, n := 0.0, 0
 	for i := range views {
-		if ns := m.Ns(views[i].NsPerToken, views[i].PodNsPerToken, views[i].SpeedSamples); ns > 0 {
+		if ns := m.Ns(views[i].NsPerToken, views[i].PodNsPerToken, views[i].SpeedSamples, views[i].PodSeeded); ns > 0 {
 			sum += ns
 			n++
 		}
@@ -176,7 +180,7 @@ func (m *LoadModel) RefNs(views []probe.View) float64 {
 func (m *LoadModel) briefRefNs(briefs []probe.Brief) float64 {
 	sum, n := 0.0, 0
 	for i := range briefs {
-		if ns := m.Ns(briefs[i].NsPerToken, briefs[i].PodNsPerToken, briefs[i].SpeedSamples); ns > 0 {
+		if ns := m.Ns(briefs[i].NsPerToken, briefs[i].PodNsPerToken, briefs[i].SpeedSamples, briefs[i].PodSeeded); ns > 0 {
 			sum += ns
 			n++
 		}

@@ -74,3 +74,15 @@ func TestPickPromptDoesNotAllocate(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkPickersPromptPodSamples is BenchmarkPickersPrompt at 64
+// backends with route.load.pod_speed_samples 8: every backend's speed is
+// the blend of its pod-reported and learned ones by sample count.
+func BenchmarkPickersPromptPodSamples(b *testing.B) {
+	for _, mode := range []string{config.LoadTokens, config.LoadRequests} {
+		b.Run(fmt.Sprintf("policy=probe/load=%s/backends=64", mode), func(b *testing.B) {
+			pk, info, s := promptPicker(b, mode, 64, func(pc *PickerConfig) { pc.Load.PodSamples = 8 })
+			benchPicks(b, pk, info, s)
+		})
+	}
+}

@@ -129,7 +129,7 @@ func TestLoadModelNsBlendsPodAndLearned(t *testing.T) {
 	}
 	for _, tc := range cases {
 		m := LoadModel{Tokens: true, PodSpeed: tc.podSpeed}
-		if got := m.Ns(tc.learned, tc.pod, 16); got != tc.want {
+		if got := m.Ns(tc.learned, tc.pod, 16, false); got != tc.want {
 			t.Errorf("pod_speed %v, learned %v, pod %v: %v, want %v", tc.podSpeed, tc.learned, tc.pod, got, tc.want)
 		}
 	}
@@ -155,16 +155,24 @@ func TestLoadModelNsPodSamplesYieldToOwnTimings(t *testing.T) {
 	}
 	for _, tc := range cases {
 		m := LoadModel{Tokens: true, PodSpeed: tc.podSpeed, PodSamples: tc.samples}
-		if got := m.Ns(100, 300, tc.n); math.Abs(got-tc.want) > 1e-9 {
+		if got := m.Ns(100, 300, tc.n, true); math.Abs(got-tc.want) > 1e-9 {
 			t.Errorf("pod_speed %v, pod_speed_samples %v, %d own samples: %v, want %v", tc.podSpeed, tc.samples, tc.n, got, tc.want)
 		}
 	}
 	m := LoadModel{Tokens: true, PodSamples: 8}
-	if got := m.Ns(0, 300, 0); got != 300 {
+	if got := m.Ns(0, 300, 0, true); got != 300 {
 		t.Errorf("nothing learned: %v, want the pod's 300", got)
 	}
-	if got := m.Ns(100, 0, 0); got != 100 {
+	if got := m.Ns(100, 0, 0, true); got != 100 {
 		t.Errorf("no pod-reported speed: %v, want the learned 100", got)
+	}
+	// A pod that was fresh when this proxy first read it (its speed from
+	// windows, not seeded): pod_speed_samples leaves it alone.
+	if got := m.Ns(100, 300, 0, false); got != 100 {
+		t.Errorf("unseeded pod speed with pod_speed_samples 8 and pod_speed 0: %v, want the learned 100", got)
+	}
+	if got := m.Ns(0, 300, 0, false); got != 0 {
+		t.Errorf("unseeded pod speed, nothing learned: %v, want unknown (0)", got)
 	}
 }
 

@@ -24,8 +24,8 @@ func (idleProber) Run(context.Context, []*probe.State, []*probe.State) probe.Res
 // mode, and the request of BenchmarkPickPrompt: a 1,500-token prompt (23
 // hashed blocks) whose first half a quarter of the backends were sent,
 // and some token work, a learned and a pod-reported speed on every
-// backend.
-func promptPicker(b testing.TB, mode string, n int) (Picker, *RequestInfo, *Scratch) {
+// backend; mods then change the picker's configuration.
+func promptPicker(b testing.TB, mode string, n int, mods ...func(*PickerConfig)) (Picker, *RequestInfo, *Scratch) {
 	b.Helper()
 	pool, bs := testPool(n)
 	mem := &Memory{}
@@ -55,6 +55,9 @@ func promptPicker(b testing.TB, mode string, n int) (Picker, *RequestInfo, *Scra
 	}
 	pc := testPickerConfig(config.PolicyProbe)
 	pc.Load.Tokens = mode == config.LoadTokens
+	for _, m := range mods {
+		m(&pc)
+	}
 	if v := bs[n-1].state.View(pickT0, time.Second); v.NsPerToken <= 0 || v.PodNsPerToken <= 0 {
 		b.Fatalf("backend without both speeds: learned %v, pod %v", v.NsPerToken, v.PodNsPerToken)
 	}

@@ -38,15 +38,14 @@ type LoadModel struct {
 	// not. 0 uses the learned speed only. Read only with learn_speed.
 	// Default DefaultPodSpeed.
 	PodSpeed float64 `yaml:"pod_speed"`
-	// PodSpeedSamples: when > 0, the pod-reported speed weighs at least
-	// PodSpeedSamples / (PodSpeedSamples + n) against a learned speed
-	// timed from n of this proxy's own requests (n counts up to 16): it
-	// decides alone until the proxy has timed the backend, and yields as
-	// the proxy's own timings arrive. A long-lived pod's first scrape
-	// already carries its lifetime counters, so a proxy that has just
-	// started knows each pod's speed from its first scrape. 0 leaves
-	// pod_speed alone to weigh it. Read only with learn_speed. Default
-	// DefaultPodSpeedSamples.
+	// PodSpeedSamples: when > 0, a long-lived pod's pod-reported speed
+	// (seeded from the lifetime counters of the first report this proxy
+	// read) weighs at least PodSpeedSamples / (PodSpeedSamples + n)
+	// against a learned speed timed from n of this proxy's own requests:
+	// it decides alone until the proxy has timed the backend, and yields
+	// as the proxy's own timings arrive. A pod that was not long-lived
+	// when first read is weighed by pod_speed alone. 0: off. Read only
+	// with learn_speed. Default DefaultPodSpeedSamples.
 	PodSpeedSamples float64 `yaml:"pod_speed_samples"`
 	// DefaultOutputTokens: expected output of a request that does not fix
 	// it (no ignore_eos) before the per-model estimate has samples; capped
