@@ -77,6 +77,9 @@ type failure struct {
 	// late: the attempt failed after upstream.first_byte_timeout had
 	// passed since it was sent: it is never sent again.
 	late bool
+	// undelivered: on a reused connection whose peer's TCP never
+	// acknowledged the request (errUndelivered): no poison drop.
+	undelivered bool
 }
 
 // classify maps the error of a fasthttp round trip to a failureKind.

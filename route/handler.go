@@ -209,7 +209,7 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 			if f.stale {
 				attempts--
 			}
-		} else if reason.dropped() {
+		} else if reason.dropped() && !f.undelivered {
 			// A dropped request may be what crashed the pod: re-sent
 			// once at most, and never again once two pods dropped it
 			// (poison.go).

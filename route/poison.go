@@ -33,11 +33,18 @@ import (
 // before the reuse (upstreamguard.go) reads the reset and the write fails
 // at once. Such an attempt costs nothing, so, like a breaker refusal, it
 // spends no retry either (handler.go): with every pod's pool reset at
-// once, the request still reaches a fresh connection. A connection that
-// closes after the request was written whole still counts, pooled or
-// fresh: the proxy cannot tell a server that closed its idle end as the
-// request arrived (a FIN the check did not see yet) from one that read the
-// request and died.
+// once, the request still reaches a fresh connection.
+//
+// Nor is a reset on a reused connection whose peer's TCP had not
+// acknowledged the request (Linux: TCP_INFO, read only on that failure;
+// errUndelivered): the backend's end was closed, or closing, as the
+// request arrived, and its kernel answered the request with a reset. A
+// process that took the request and died closes with a FIN that carries
+// the acknowledgement, so its drop counts. Such an attempt did cost a
+// round trip, and a server that resets right after reading cannot be told
+// from one that never read, so it spends a retry: upstream.retries bounds
+// those re-sends. Elsewhere (other systems, or a socket whose counters
+// cannot be read) every close after the write counts, pooled or fresh.
 //
 // The client gets the 502 envelope, as when no retry is left.
 

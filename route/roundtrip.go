@@ -63,7 +63,7 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 		if sendErr != nil {
 			err = sendErr // fasthttp named it a connection closed before the first byte
 		}
-		f := failure{kind: classify(err)}
+		f := failure{kind: classify(err), undelivered: errors.Is(err, errUndelivered)}
 		outcome := upstreamErrOutcome(err)
 		if f.kind == failTimeout {
 			if outcome = firstByteTimeoutOutcome(rc.info.Stream, b.state, sent); outcome == breaker.Ignore {

@@ -132,6 +132,12 @@ func (h *sockHolder) drop() error {
 	return h.Conn.Close()
 }
 
+// errUndelivered marks the failure of a request on a reused socket whose
+// peer's TCP never acknowledged it (peerAcked): the backend closed or
+// reset the connection before the request reached it, so it is no drop of
+// the poison rule (poison.go).
+var errUndelivered = errors.New("request not acknowledged by the backend's TCP before the connection failed")
+
 // errStrayRedial wraps a failed redial of a connection that had to be
 // replaced: the request never left, so it is a dial error.
 var errStrayRedial = errors.New("redial of a connection with unread bytes")
@@ -269,6 +275,17 @@ func (g *guardedConn) Read(p []byte) (int, error) {
 	h := g.sock.Load()
 	if err != nil && g.tlsd != nil {
 		g.tlsd.noteReadError(err)
+	}
+	if err != nil && n == 0 && g.writing && g.used && g.sendErr == nil {
+		// A reused socket failed before any byte of the answer: was the
+		// request delivered? (poison.go)
+		raw := h.Conn
+		if h.rec != nil {
+			raw = h.rec.Conn
+		}
+		if acked, known := peerAcked(raw); known && !acked {
+			g.sendErr = errors.Join(errUndelivered, err)
+		}
 	}
 	if n > 0 {
 		g.writing = false
