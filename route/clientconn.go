@@ -11,10 +11,11 @@ import (
 
 // clientListener wraps every accepted client connection in a clientConn,
 // so that a hijacked SSE stream can take the socket over from fasthttp
-// (see hijack.go). writeSlack is the clientConns' (see SetWriteDeadline).
+// (see hijack.go). writeSlack and readSlack are the clientConns' (see
+// SetWriteDeadline, SetReadDeadline).
 type clientListener struct {
 	net.Listener
-	writeSlack time.Duration
+	writeSlack, readSlack time.Duration
 }
 
 func (l clientListener) Accept() (net.Conn, error) {
@@ -23,7 +24,7 @@ func (l clientListener) Accept() (net.Conn, error) {
 		return nil, err
 	}
 	cc := newClientConn(c, nil)
-	cc.writeSlack = l.writeSlack
+	cc.writeSlack, cc.readSlack = l.writeSlack, l.readSlack
 	return cc, nil
 }
 
@@ -51,6 +52,12 @@ type clientConn struct {
 	// than asked (see SetWriteDeadline); 0 slack: armed as asked.
 	writeBy    lazyDeadline
 	writeSlack time.Duration
+	// The read deadline last asked for (readWant; zero: none), armed on
+	// the socket by the next Read, up to readSlack later (see
+	// SetReadDeadline); readBy is what is armed.
+	readWant  time.Time
+	readBy    lazyDeadline
+	readSlack time.Duration
 	// ip is the client's IP as X-Forwarded-For gets it (forwardedIP).
 	ip []byte
 
@@ -64,6 +71,15 @@ func (c *clientConn) Read(b []byte) (int, error) {
 		n := copy(b, c.pre)
 		c.pre = c.pre[n:]
 		return n, nil
+	}
+	if !c.readWant.IsZero() {
+		if a, ok := c.readBy.dueAt(c.readWant, c.readSlack); ok {
+			err := c.Conn.SetReadDeadline(a)
+			c.readBy.armed(err, a)
+			if err != nil {
+				return 0, err
+			}
+		}
 	}
 	return c.raw.Read(b)
 }
@@ -105,14 +121,39 @@ func (c *clientConn) SetWriteDeadline(t time.Time) error {
 	return nil
 }
 
-// SetDeadline sets both deadlines as asked, and SetWriteDeadline's record
-// of the write deadline with them.
+// SetReadDeadline records t as the deadline of the connection's next
+// reads; Read arms it on the socket before it reads, lazily: a deadline
+// already armed between t and t+readSlack is kept, else t+readSlack is
+// armed (lazyDeadline.dueAt), so a read is cut no sooner than asked and at
+// most readSlack later. fasthttp's server asks for two deadlines per
+// request on a keep-alive connection: now+IdleTimeout before it waits for
+// the next request, then now+ReadTimeout once its first byte arrived. A
+// small request arrives whole in the read that waited for it, so the
+// second is never armed, and the first is kept from the request before
+// while requests follow each other within readSlack (the proxy's is
+// server.read_timeout/16, Proxy.clientReadSlack): a busy connection
+// updates its runtime timer about once per readSlack instead of twice per
+// request. A zero t (no deadline) is always passed on at once.
+func (c *clientConn) SetReadDeadline(t time.Time) error {
+	c.readWant = t
+	if t.IsZero() {
+		c.readBy.forget()
+		return c.Conn.SetReadDeadline(t)
+	}
+	return nil
+}
+
+// SetDeadline sets both deadlines as asked, and the records of what is
+// armed (SetWriteDeadline, SetReadDeadline) with them.
 func (c *clientConn) SetDeadline(t time.Time) error {
 	err := c.Conn.SetDeadline(t)
+	c.readWant = t
 	if t.IsZero() {
 		c.writeBy.forget()
+		c.readBy.forget()
 	} else {
 		c.writeBy.armed(err, t)
+		c.readBy.armed(err, t)
 	}
 	return err
 }

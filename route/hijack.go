@@ -282,7 +282,7 @@ func (p *Proxy) afterStream(s *bodyStream, pre []byte, keep bool) {
 		return
 	}
 	c := newClientConn(raw, pre)
-	c.writeSlack = p.clientWriteSlack()
+	c.writeSlack, c.readSlack = p.clientWriteSlack(), p.clientReadSlack()
 	p.trackConn(c, fasthttp.StateNew)
 	_ = p.server.ServeConn(c) // closes c and reports StateClosed when done
 }

@@ -124,13 +124,25 @@ func (p *Proxy) Serve(ln net.Listener) error {
 		_ = ln.Close() // Shutdown began: serve nothing
 		return nil
 	}
-	return p.server.Serve(clientListener{Listener: ln, writeSlack: p.clientWriteSlack()})
+	return p.server.Serve(clientListener{Listener: ln, writeSlack: p.clientWriteSlack(), readSlack: p.clientReadSlack()})
 }
 
 // clientWriteSlack is how much later than asked a client connection's
 // write deadline may be armed (clientConn.SetWriteDeadline): 1/16 of the
 // server's WriteTimeout, as lazyDeadline gives every other wait.
 func (p *Proxy) clientWriteSlack() time.Duration { return p.server.WriteTimeout / 16 }
+
+// clientReadSlack is how much later than asked a client connection's read
+// deadline may be armed (clientConn.SetReadDeadline): 1/16 of the shorter
+// of the server's two read waits, ReadTimeout (server.read_timeout) and
+// IdleTimeout.
+func (p *Proxy) clientReadSlack() time.Duration {
+	d := p.server.IdleTimeout
+	if r := p.server.ReadTimeout; r > 0 && r < d {
+		d = r
+	}
+	return d / 16
+}
 
 // serveListeners remembers the listeners Serve was given. fasthttp's
 // Shutdown closes only the listeners its Serve has already registered, so a
