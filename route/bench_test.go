@@ -89,7 +89,7 @@ func BenchmarkPick(b *testing.B) {
 }
 
 // fastUpstream serves a small JSON answer at once, like a cached endpoint.
-func fastUpstream(b *testing.B) string {
+func fastUpstream(b testing.TB) string {
 	b.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -203,7 +203,7 @@ func reportCPU(b *testing.B) func() {
 
 // serveBenchProxy serves a proxy with policy pol in front of backends on
 // 127.0.0.1 (no access log) until b's cleanup, and returns its address.
-func serveBenchProxy(b *testing.B, pol string, backends ...string) string {
+func serveBenchProxy(b testing.TB, pol string, backends ...string) string {
 	b.Helper()
 	cfg := config.Default()
 	cfg.Backends.Static = backends

@@ -3,7 +3,6 @@ package route
 import (
 	"bytes"
 	"errors"
-	"io"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -59,6 +58,12 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 	resp := fasthttp.AcquireResponse()
 	err := b.hc.Do(req, resp)
 	if err != nil {
+		if be := (*bodyError)(nil); errors.As(err, &be) {
+			// A small answer's body failed after its head
+			// (upstreamTransport): nothing of it reached the client.
+			p.metrics.firstByte.Observe(p.now().Sub(start).Seconds())
+			return p.failAfterHead(rt, b, resp, ticket, &work, sent, be.err)
+		}
 		reused, sendErr := b.conns.take(resp.LocalAddr())
 		if sendErr != nil {
 			err = sendErr // fasthttp named it a connection closed before the first byte
@@ -126,7 +131,9 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 	}
 	sse := bytesHasPrefix(resp.Header.ContentType(), "text/event-stream")
 	up := resp.BodyStream()
-	buffered := up != nil && bufferable(resp.Header.ContentLength(), sse)
+	// A small answer was read whole (upstreamTransport): no stream, and a
+	// body.
+	buffered := up == nil && !resp.SkipBody && !noBody(status)
 	firstByte := headAt.Sub(start)
 	ctx.Response.Reset()
 	copyHead(&ctx.Response.Header, &resp.Header, fields, rc.id)
@@ -148,7 +155,7 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 		}
 	}
 	if buffered {
-		return p.forwardBuffered(ctx, rt, rc, b, resp, up, ticket, sent, accounting{start: start, firstByte: firstByte, status: status, code: status, dec: dec, attempt: attempt, idReplaced: idReplaced, work: work})
+		return p.forwardBuffered(ctx, rt, rc, b, resp, ticket, accounting{start: start, firstByte: firstByte, status: status, code: status, dec: dec, attempt: attempt, idReplaced: idReplaced, work: work})
 	}
 
 	hijack := hijackable(ctx, resp, sse, rc.clientClose)
@@ -214,20 +221,17 @@ func copyHead(dst, src *fasthttp.ResponseHeader, fields fieldSet, id []byte) {
 
 var http11 = []byte("HTTP/1.1")
 
-// forwardBuffered answers with a small upstream body read whole, releases
-// the upstream response and settles the request. A body cut short is an
-// upstream failure the client learns of as an error status (nothing of the
-// answer reached it yet; the request reached the backend, so it is never
-// resent).
-func (p *Proxy) forwardBuffered(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *Backend, resp *fasthttp.Response, up io.Reader, ticket breaker.Ticket, sent time.Time, a accounting) (failure, error) {
+// forwardBuffered answers with a small upstream body that was read whole
+// (upstreamTransport, whose connection is already back in its pool),
+// releases the upstream response and settles the request. A body cut
+// short never gets here: forward answers it as a failure after the head
+// (failAfterHead; nothing of the answer reached the client).
+func (p *Proxy) forwardBuffered(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *Backend, resp *fasthttp.Response, ticket breaker.Ticket, a accounting) (failure, error) {
 	p.metrics.firstByte.Observe(a.firstByte.Seconds())
-	size := resp.Header.ContentLength()
-	if err := readBuffered(up, size, &ctx.Response); err != nil {
-		return p.failAfterHead(rt, b, resp, ticket, &a.work, sent, err)
-	}
-	_ = resp.CloseBodyStream()
+	body := resp.Body()
+	ctx.Response.SetBody(body)
+	a.bytes = int64(len(body))
 	fasthttp.ReleaseResponse(resp)
-	a.bytes = int64(size)
 	a.outcome = outcomeForStatus(a.status)
 	if rt.accessLog {
 		a.id = string(rc.id)

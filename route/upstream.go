@@ -215,8 +215,8 @@ const upstreamReadBuffer = 4 << 10
 const upstreamKeepAlive = 30 * time.Second
 
 // newHostClient returns the pooled fasthttp client of one backend. It never
-// retries by itself (the router decides what may be re-sent), streams
-// response bodies, keeps idle connections for less than vLLM's 5 s
+// retries by itself (the router decides what may be re-sent), reads small
+// answers whole and streams the others (upstreamTransport), keeps idle connections for less than vLLM's 5 s
 // keep-alive, and forwards paths byte for byte. Response header names are
 // parsed into canonical form, so that ORCA, X-Request-Id and hop-by-hop
 // headers are found whatever case the model server wrote (uvicorn writes
@@ -253,6 +253,7 @@ func newHostClient(addr string, tlsHost *upstreamtls.Host, up config.Upstream, c
 		MaxConnWaitTimeout:            connect,
 		MaxIdemponentCallAttempts:     1,
 		RetryIfErr:                    func(*fasthttp.Request, int, error) (bool, bool) { return false, false },
+		Transport:                     upstreamTransport{},
 		StreamResponseBody:            true,
 		NoDefaultUserAgentHeader:      true,
 		DisableHeaderNamesNormalizing: false,

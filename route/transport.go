@@ -1,0 +1,225 @@
+package route
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"sync"
+
+	"github.com/valyala/fasthttp"
+)
+
+// upstreamTransport is the RoundTripper of the backends' HostClients
+// (newHostClient). It sends a request as fasthttp's own transport does and
+// reads the response head; then:
+//   - a small non-stream answer (bufferable: not SSE, a Content-Length up to
+//     maxBufferedBody) is read whole into the Response, and its connection
+//     goes back to the pool before RoundTrip returns;
+//   - any other body is the Response's BodyStream, an *upstreamBody, read as
+//     it arrives; closing it (Response.CloseBodyStream) gives the
+//     connection back, or closes it when the body was not read to its end,
+//     which aborts the request on the model server.
+//
+// fasthttp's streaming transport made four allocations per response (its
+// body reader and three closures) and serialized every body read with a
+// mutex and its close with a sync.Once; this one allocates nothing per
+// request once its pools are warm. A body that fails after the head and
+// before it was read whole returns a *bodyError: nothing of it reached the
+// client, and forward treats it as a failure after the head (failAfterHead).
+//
+// Only the HostClients' own settings that newHostClient sets are honoured:
+// no ReadTimeout, WriteTimeout or MaxConnDuration (deadlineConn owns the
+// deadlines), no per-request timeout (the proxy calls Do), header names
+// normalized, no response body size limit.
+type upstreamTransport struct{}
+
+// bodyError is the failure of a buffered answer's body, after its head.
+type bodyError struct{ err error }
+
+func (e *bodyError) Error() string { return "upstream body: " + e.err.Error() }
+func (e *bodyError) Unwrap() error { return e.err }
+
+// errInterimHeads: more interim (1xx) heads than fasthttp accepts.
+var errInterimHeads = errors.New("upstream sent more than 100 interim (1xx) responses")
+
+// maxInterimHeads is how many interim heads a response may carry before
+// its final one (as fasthttp's own transport allows).
+const maxInterimHeads = 100
+
+func (upstreamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request, resp *fasthttp.Response) (bool, error) {
+	cc, err := hc.AcquireConn(0, req.ConnectionClose())
+	if err != nil {
+		return false, err
+	}
+	conn := cc.Conn()
+	resp.ParseNetConn(conn)
+
+	bw := hc.AcquireWriter(conn)
+	err = req.Write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	hc.ReleaseWriter(bw)
+	if err != nil {
+		if isTimeout(err) {
+			err = fasthttp.ErrTimeout
+		}
+		hc.CloseConn(cc)
+		return true, err
+	}
+
+	skip := resp.SkipBody || req.Header.IsHead()
+	br := hc.AcquireReader(conn)
+	if err := readHead(&resp.Header, br); err != nil {
+		hc.ReleaseReader(br)
+		hc.CloseConn(cc)
+		return true, err
+	}
+	status := resp.StatusCode()
+	// fasthttp returns a 101 as the answer; its socket is the guard's to
+	// close (upstreamguard.go), and never goes back to the pool.
+	closeConn := req.ConnectionClose() || resp.ConnectionClose() || status == fasthttp.StatusSwitchingProtocols
+	if skip || noBody(status) {
+		resp.SkipBody = skip
+		hc.ReleaseReader(br)
+		if closeConn {
+			hc.CloseConn(cc)
+		} else {
+			hc.ReleaseConn(cc)
+		}
+		return false, nil
+	}
+	size := resp.Header.ContentLength()
+	if bufferable(size, bytesHasPrefix(resp.Header.ContentType(), "text/event-stream")) {
+		resp.StreamBody = false
+		err := resp.ReadBody(br, maxBufferedBody)
+		// Bytes past the body belong to no exchange: never reuse the
+		// connection they came on (the guard checks the socket itself
+		// before reuse; these were already taken off it).
+		closeConn = closeConn || br.Buffered() > 0
+		hc.ReleaseReader(br)
+		if err != nil || closeConn {
+			hc.CloseConn(cc)
+		} else {
+			hc.ReleaseConn(cc)
+		}
+		if err != nil {
+			return false, &bodyError{err: err}
+		}
+		return false, nil
+	}
+	body := bodies.get()
+	body.hc, body.cc, body.br, body.closeConn, body.closed = hc, cc, br, closeConn, false
+	// The body reader is fasthttp's (chunked decoding, trailers), made on
+	// a scratch Response with this head's framing, so that installing
+	// body on resp does not release it.
+	resp.Header.CopyTo(&body.framing.Header)
+	body.framing.StreamBody = true
+	_ = body.framing.ReadBody(br, 0) // a stream: never fails here
+	body.r = body.framing.BodyStream()
+	body.fullyRead = size == 0
+	resp.SetBodyStream(body, size)
+	return false, nil
+}
+
+// readHead reads a response head into h, skipping interim (1xx) heads
+// other than 101, as fasthttp's Response.ReadLimitBody does.
+func readHead(h *fasthttp.ResponseHeader, br *bufio.Reader) error {
+	if err := h.Read(br); err != nil {
+		return err
+	}
+	for n := 0; ; n++ {
+		if s := h.StatusCode(); s < 100 || s > 199 || s == fasthttp.StatusSwitchingProtocols {
+			return nil
+		}
+		if n >= maxInterimHeads {
+			return errInterimHeads
+		}
+		if err := h.Read(br); err != nil {
+			return err
+		}
+	}
+}
+
+// noBody reports whether a response with this status has no body (RFC
+// 9110: 1xx, 204, 304), as fasthttp reads it.
+func noBody(status int) bool {
+	return status < 200 || status == fasthttp.StatusNoContent || status == fasthttp.StatusNotModified
+}
+
+// connHandle is what upstreamBody needs of fasthttp's pooled connection,
+// whose type is not exported: it is inferred from the HostClient's methods
+// (see bodies).
+type connHandle interface{ Conn() net.Conn }
+
+// bodyPool recycles upstreamBody values; release and close are the
+// HostClient's ReleaseConn and CloseConn, as method expressions (no
+// closure is made per body).
+type bodyPool[C connHandle] struct {
+	pool           sync.Pool
+	release, close func(*fasthttp.HostClient, C)
+}
+
+// bodies is the upstreamBody pool, typed by fasthttp's connection.
+var bodies = newBodyPool((*fasthttp.HostClient).ReleaseConn, (*fasthttp.HostClient).CloseConn)
+
+func newBodyPool[C connHandle](release, close func(*fasthttp.HostClient, C)) *bodyPool[C] {
+	p := &bodyPool[C]{release: release, close: close}
+	p.pool.New = func() any { return &upstreamBody[C]{pool: p} }
+	return p
+}
+
+func (p *bodyPool[C]) get() *upstreamBody[C] { return p.pool.Get().(*upstreamBody[C]) }
+
+// upstreamBody is a streamed upstream response body (upstreamTransport).
+// It owns the connection and its reader until closed. Used by one
+// goroutine at a time: the proxy reads a body and closes it on the same
+// goroutine (bodyStream, the hijack pump), or closes one no goroutine
+// reads (Shutdown cutting streams whose pump had not started).
+type upstreamBody[C connHandle] struct {
+	pool      *bodyPool[C]
+	framing   fasthttp.Response // carries the body reader (see RoundTrip)
+	r         io.Reader
+	hc        *fasthttp.HostClient
+	cc        C
+	br        *bufio.Reader
+	closeConn bool
+	fullyRead bool
+	closed    bool
+}
+
+func (b *upstreamBody[C]) Read(p []byte) (int, error) {
+	if b.closed {
+		return 0, io.ErrClosedPipe
+	}
+	n, err := b.r.Read(p)
+	if errors.Is(err, io.EOF) {
+		b.fullyRead = true
+	}
+	return n, err
+}
+
+// CloseWithError releases the body, once: the connection goes back to the
+// pool when the body was read to its end and err is nil, else it is closed
+// (a request still generating on the model server is aborted with it).
+// fasthttp's Response.CloseBodyStream calls it.
+func (b *upstreamBody[C]) CloseWithError(err error) error {
+	if b.closed {
+		return nil
+	}
+	b.closed = true
+	_ = b.framing.CloseBodyStream() // returns fasthttp's reader to its pool
+	b.framing.Reset()
+	b.hc.ReleaseReader(b.br)
+	if err != nil || !b.fullyRead || b.closeConn {
+		b.pool.close(b.hc, b.cc)
+	} else {
+		b.pool.release(b.hc, b.cc)
+	}
+	var zero C
+	b.r, b.hc, b.cc, b.br = nil, nil, zero, nil
+	b.closeConn, b.fullyRead = false, false
+	b.pool.pool.Put(b)
+	return nil
+}
