@@ -17,7 +17,12 @@ type ScrapeConfig struct {
 	MinInterval time.Duration // Adaptive lower bound
 	MaxInterval time.Duration // Adaptive upper bound
 	Timeout     time.Duration // bound of one scrape
-	Adaptive    bool          // follow the request rate this proxy sends (see nextInterval)
+	Adaptive    bool          // follow the backend's pace of change (see pace.next)
+	// ForeignChange is the adaptive rule's target for the change in the
+	// backend's queue that this proxy did not cause (other clients'
+	// requests arriving and finishing) between two scrapes, in requests;
+	// 0 leaves the interval to this proxy's own rate alone.
+	ForeignChange float64
 	// StaleAfter is not used by the Scraper: it is the staleAfter callers
 	// pass to State.View (scrape.stale_after), carried here so one value
 	// holds the whole section.
@@ -36,6 +41,8 @@ func ScrapeConfigFrom(c config.Scrape) ScrapeConfig {
 		Timeout:     c.Timeout.D(),
 		Adaptive:    c.Adaptive,
 		StaleAfter:  c.StaleAfter.D(),
+
+		ForeignChange: c.ForeignChange,
 	}
 }
 
@@ -70,6 +77,68 @@ func (c ScrapeConfig) nextInterval(cur time.Duration, rate float64) time.Duratio
 	}
 	target = min(target, 2*cur)
 	return min(max(target, c.MinInterval), c.MaxInterval)
+}
+
+// pace is the adaptive rule's state for one backend's scrape loop: the
+// interval, and the two rates it follows.
+//
+// The second rate is the other clients' (foreign) pace of change: between
+// two scrapes, the backend's queue (running + waiting) beyond this proxy's
+// own in-flight requests moves by what other clients sent and what
+// finished of theirs. View corrects a report with this proxy's own
+// dispatches and finishes, so that foreign move is the error a report
+// gathers as it ages. Keeping it near ForeignChange per scrape scrapes a
+// pod that other clients keep changing (one of many replicas behind a load
+// balancer) as often as it changes, a pod only this proxy uses (a lone
+// proxy: its queue never exceeds this proxy's in-flight count) at this
+// proxy's own rate, and an idle one at MaxInterval.
+type pace struct {
+	interval time.Duration
+	rate     float64 // this proxy's dispatch rate, requests/s (EWMA); -1 before the first period
+	lastDisp uint64
+	foreign  float64 // the foreign change rate, requests/s (EWMA); -1 before the first period
+	lastF    int     // the foreign queue at the last scrape that knew the queue; -1: none
+}
+
+// newPace returns the state of a loop that has not scraped yet.
+func newPace(c ScrapeConfig, disp uint64) pace {
+	return pace{interval: c.Interval, rate: -1, lastDisp: disp, foreign: -1, lastF: -1}
+}
+
+// next returns the interval after a scrape that ended el after the
+// previous one, when this proxy had dispatched disp requests in all and
+// had inflight of them unfinished, and the scrape reported queue
+// requests at the backend (-1: unknown, a failed scrape).
+//
+// The interval is the shorter of RequestsPerScrape over this proxy's rate
+// (nextInterval) and ForeignChange over the foreign change rate, under the
+// same clamps: at most twice the last interval, within [MinInterval,
+// MaxInterval]. The foreign rate is |F - F'| / el averaged with weight 1/2
+// (UpdateRate), where F = max(queue - inflight, 0) is the foreign queue at
+// this scrape and F' at the previous one that knew it. A scrape that does
+// not know the queue leaves the foreign rate as it was.
+func (p *pace) next(c ScrapeConfig, el time.Duration, disp uint64, inflight, queue int) time.Duration {
+	sec := el.Seconds()
+	if sec > 0 {
+		p.rate = UpdateRate(p.rate, float64(disp-p.lastDisp)/sec)
+	}
+	p.lastDisp = disp
+	if queue >= 0 {
+		f := max(queue-inflight, 0)
+		if p.lastF >= 0 && sec > 0 {
+			d := f - p.lastF
+			p.foreign = UpdateRate(p.foreign, float64(max(d, -d))/sec)
+		}
+		p.lastF = f
+	}
+	rate := max(p.rate, 0)
+	if c.ForeignChange > 0 && p.foreign > 0 {
+		// The foreign target in requests of our own rate: the shorter
+		// interval wins in nextInterval.
+		rate = max(rate, RequestsPerScrape*p.foreign/c.ForeignChange)
+	}
+	p.interval = c.nextInterval(p.interval, rate)
+	return p.interval
 }
 
 // Scraper runs one asynchronous scrape loop per backend, off the request
@@ -172,10 +241,9 @@ func (sc *Scraper) loop(ctx context.Context, s *State) {
 	timer := time.NewTimer(0) // first scrape at once
 	defer timer.Stop()
 	var (
-		failing  bool
-		lastT    = time.Now()
-		lastDisp = s.Dispatched()
-		rate     = -1.0 // requests/s, EWMA; -1 until the first period
+		failing bool
+		lastT   = time.Now()
+		p       = newPace(sc.cfg, s.Dispatched())
 	)
 	for {
 		select {
@@ -183,7 +251,7 @@ func (sc *Scraper) loop(ctx context.Context, s *State) {
 			return
 		case <-timer.C:
 		}
-		err := sc.scrapeOnce(ctx, s)
+		queue, err := sc.scrapeOnce(ctx, s)
 		if ctx.Err() != nil {
 			return // stopped during the scrape: not a backend failure
 		}
@@ -198,12 +266,9 @@ func (sc *Scraper) loop(ctx context.Context, s *State) {
 			sc.log.Info().Str("backend", addr).Msg("scrape recovered")
 		}
 		if sc.cfg.Adaptive {
-			now, disp := time.Now(), s.Dispatched()
-			if el := now.Sub(lastT).Seconds(); el > 0 {
-				rate = UpdateRate(rate, float64(disp-lastDisp)/el)
-			}
-			lastT, lastDisp = now, disp
-			interval = sc.cfg.nextInterval(interval, max(rate, 0))
+			now := time.Now()
+			interval = p.next(sc.cfg, now.Sub(lastT), s.Dispatched(), s.Inflight(), queue)
+			lastT = now
 		}
 		sc.obs.ScrapeInterval(addr, interval)
 		s.scrapeInterval.Store(int64(interval))
@@ -212,24 +277,26 @@ func (sc *Scraper) loop(ctx context.Context, s *State) {
 }
 
 // scrapeOnce fetches s within Timeout and Reports the answer, stamped with
-// the receive time by the scraper's clock. A scrape cut short by the loop's own
-// cancellation is not observed.
-func (sc *Scraper) scrapeOnce(parent context.Context, s *State) error {
+// the receive time by the scraper's clock, and returns the answer's queue
+// (Load.Queue; -1 when the scrape failed or the answer has none). A scrape
+// cut short by the loop's own cancellation is not observed.
+func (sc *Scraper) scrapeOnce(parent context.Context, s *State) (int, error) {
 	ctx, cancel := context.WithTimeout(parent, sc.cfg.Timeout)
 	defer cancel()
 	l, err := sc.f.Fetch(ctx, s, sc.ep)
 	switch {
 	case parent.Err() != nil:
-		return parent.Err()
+		return -1, parent.Err()
 	case err == nil:
 		l.Source = SourceScrape
 		l.At = sc.now()
 		s.Report(&l)
 		sc.obs.Scrape(s.Addr(), OutcomeOK)
+		return l.Queue(), nil
 	case errors.Is(err, ErrTimeout), errors.Is(err, context.DeadlineExceeded):
 		sc.obs.Scrape(s.Addr(), OutcomeTimeout)
 	default:
 		sc.obs.Scrape(s.Addr(), OutcomeError)
 	}
-	return err
+	return -1, err
 }

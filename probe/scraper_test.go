@@ -2,6 +2,8 @@ package probe
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -52,7 +54,7 @@ func (o *countObserver) scrape(outcome string) int {
 func TestScrapeConfigFrom(t *testing.T) {
 	d := config.Default().Scrape
 	got := ScrapeConfigFrom(d)
-	want := ScrapeConfig{Interval: d.Interval.D(), MinInterval: d.MinInterval.D(), MaxInterval: d.MaxInterval.D(), Timeout: d.Timeout.D(), Adaptive: d.Adaptive, StaleAfter: d.StaleAfter.D()}
+	want := ScrapeConfig{Interval: d.Interval.D(), MinInterval: d.MinInterval.D(), MaxInterval: d.MaxInterval.D(), Timeout: d.Timeout.D(), Adaptive: d.Adaptive, StaleAfter: d.StaleAfter.D(), ForeignChange: d.ForeignChange}
 	if got != want {
 		t.Errorf("ScrapeConfigFrom(config.Default().Scrape) = %+v, want %+v", got, want)
 	}
@@ -271,4 +273,143 @@ func TestUpdateRate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPaceNext: the adaptive rule follows the larger of this proxy's own
+// rate and the other clients' pace of change; the pod's queue that this
+// proxy's own in-flight requests explain is not counted as foreign.
+func TestPaceNext(t *testing.T) {
+	c := ScrapeConfig{Interval: time.Second, MinInterval: 50 * ms, MaxInterval: time.Second, Adaptive: true, ForeignChange: 0.5}
+	type step struct {
+		disp            uint64
+		inflight, queue int
+		want            time.Duration
+	}
+	tests := []struct {
+		name  string
+		c     ScrapeConfig
+		steps []step // one scrape every 500 ms
+	}{
+		{"idle pod: max interval", c, []step{{0, 0, 0, time.Second}, {0, 0, 0, time.Second}, {0, 0, 0, time.Second}}},
+		{"lone proxy: its own in-flight requests are not foreign", c, []step{
+			{0, 0, 0, time.Second}, {1, 1, 1, time.Second}, {2, 0, 0, time.Second}, {3, 1, 1, time.Second}}},
+		// F goes 0, 4, 12: 8 then 16 changes/s; 0.5 / 8 = 62.5ms, and
+		// 0.5 / 12 (the average over the periods) = 41.7ms -> 50ms.
+		{"other clients change the pod: faster", c, []step{
+			{0, 0, 0, time.Second}, {0, 0, 4, 62500 * time.Microsecond}, {0, 0, 12, 50 * ms}}},
+		// This proxy's request is counted at the pod too: the foreign
+		// queue is 3 - 1 = 2, a change of 2 in 0.5 s.
+		{"own in-flight subtracted", c, []step{{0, 0, 0, time.Second}, {1, 1, 3, 125 * ms}}},
+		{"off: own rate alone", ScrapeConfig{Interval: time.Second, MinInterval: 50 * ms, MaxInterval: time.Second, Adaptive: true}, []step{
+			{0, 0, 0, time.Second}, {0, 0, 4, time.Second}, {0, 0, 0, time.Second}}},
+		// A failed scrape (queue -1) neither counts a change nor forgets
+		// the last foreign queue.
+		{"failed scrape keeps the foreign rate", c, []step{
+			{0, 0, 0, time.Second}, {0, 0, 2, 125 * ms}, {0, 0, -1, 125 * ms}, {0, 0, 2, 250 * ms}}},
+		// Foreign change stops: the interval at most doubles per scrape.
+		{"calm again: back off gradually", c, []step{
+			{0, 0, 0, time.Second}, {0, 0, 4, 62500 * time.Microsecond}, {0, 0, 4, 125 * ms}, {0, 0, 4, 250 * ms}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newPace(tt.c, 0)
+			for i, s := range tt.steps {
+				if got := p.next(tt.c, 500*ms, s.disp, s.inflight, s.queue); got != s.want {
+					t.Fatalf("scrape %d (%+v): interval %v, want %v", i, s, got, s.want)
+				}
+			}
+		})
+	}
+}
+
+// foreignFetcher answers like a pod that holds this proxy's in-flight
+// requests plus what other clients keep there: foreign(t), t since start.
+type foreignFetcher struct {
+	start   time.Time
+	foreign func(time.Duration) int
+}
+
+func (f *foreignFetcher) Fetch(_ context.Context, s *State, _ Endpoint) (Load, error) {
+	l := Unknown(time.Now(), SourceNone)
+	l.Running, l.Waiting = s.Inflight()+f.foreign(time.Since(f.start)), 0
+	return l, nil
+}
+
+// TestScraperForeignPace: behind many replicas, a pod other clients keep
+// changing is scraped at their pace, though this proxy sends it nothing;
+// when they stop, or when the only change is this proxy's own traffic (a
+// lone proxy), it is scraped at MaxInterval again.
+func TestScraperForeignPace(t *testing.T) {
+	for _, fc := range []float64{1, 0} {
+		t.Run(fmt.Sprintf("foreign_change %v", fc), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				// Others add a request every 70 ms up to 10 and then
+				// drain them the same way (14.3 changes/s) for 3 s; then
+				// the pod holds 5 of theirs and nothing changes.
+				f := &foreignFetcher{start: time.Now(), foreign: func(d time.Duration) int {
+					if d >= 3*time.Second {
+						return 5
+					}
+					k := int(d/(70*ms)) % 20
+					return min(k, 20-k)
+				}}
+				obs := newCountObserver()
+				cfg := ScrapeConfig{Interval: time.Second, MinInterval: 50 * ms, MaxInterval: time.Second, Timeout: time.Second, Adaptive: true, ForeignChange: fc}
+				sc := NewScraper(cfg, f, EndpointMetrics, obs, zerolog.Nop(), nil)
+				defer sc.Close()
+				s := NewState("b")
+				sc.Add(s)
+				time.Sleep(2900 * ms)
+				busy := obs.lastInterval("b")
+				n := obs.scrape(OutcomeOK)
+				if fc > 0 {
+					// 1 / 14.3 per s = 70 ms once the average has caught up.
+					if busy > 150*ms || n < 15 {
+						t.Errorf("others change the pod 14 times/s: interval %v after %d scrapes in 2.9 s, want <= 150ms and >= 15 scrapes", busy, n)
+					}
+				} else if busy != time.Second || n > 3 {
+					t.Errorf("foreign_change 0: interval %v after %d scrapes, want 1s (own rate alone)", busy, n)
+				}
+				time.Sleep(10 * time.Second)
+				if got := obs.lastInterval("b"); got != time.Second {
+					t.Errorf("others stopped changing the pod: interval %v, want MaxInterval 1s", got)
+				}
+			})
+		})
+	}
+}
+
+// TestScraperLoneProxyKeepsItsPace: a pod that only this proxy uses shows
+// in its queue exactly this proxy's in-flight requests. However much they
+// swing, the foreign rule adds no scrape: at 2 requests/s the interval
+// stays at MaxInterval (RequestsPerScrape / 2 = 4 s, clamped to 1 s).
+func TestScraperLoneProxyKeepsItsPace(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &foreignFetcher{start: time.Now(), foreign: func(time.Duration) int { return 0 }}
+		obs := newCountObserver()
+		cfg := ScrapeConfig{Interval: time.Second, MinInterval: 50 * ms, MaxInterval: time.Second, Timeout: time.Second, Adaptive: true, ForeignChange: 0.1}
+		sc := NewScraper(cfg, f, EndpointMetrics, obs, zerolog.Nop(), nil)
+		defer sc.Close()
+		s := NewState("b")
+		sc.Add(s)
+		// Every 2.5 s, 5 requests start together and end 1 s later
+		// (the queue swings 0 -> 5 -> 0). Off the scrapes' instants.
+		time.Sleep(5 * ms)
+		for range 4 {
+			for range 5 {
+				s.Dispatch()
+			}
+			time.Sleep(time.Second)
+			for range 5 {
+				s.Finish()
+			}
+			time.Sleep(1500 * ms)
+		}
+		if n := obs.scrape(OutcomeOK); n > 11 {
+			t.Errorf("%d scrapes in 10 s of own traffic alone, want <= 11 (one a second)", n)
+		}
+		if got := obs.lastInterval("b"); got != time.Second {
+			t.Errorf("interval %v, want 1s", got)
+		}
+	})
 }

@@ -4,9 +4,32 @@ import "time"
 
 // This file exports, unchanged, the pieces of the scraper's and the prober's
 // logic that a virtual-time simulator (bench/fleetsim) drives without
-// goroutines or timers: the adaptive scrape rule, the auto hedge
+// goroutines or timers: the adaptive scrape rule (Pace; NextInterval and
+// UpdateRate, its parts), the auto hedge
 // estimator and the thresholds of the prober's skip rules. The production
 // loops call the unexported forms directly.
+
+// Pace is the adaptive scrape rule of one backend's scrape loop (see
+// pace): a simulator keeps one per loop, as the Scraper does, and calls
+// Next after each scrape. The zero value is not ready: use NewPace.
+type Pace struct{ p pace }
+
+// NewPace returns the rule's state of a loop under c that has not scraped
+// yet, when this proxy has dispatched disp requests to the backend.
+func NewPace(c ScrapeConfig, disp uint64) Pace { return Pace{p: newPace(c, disp)} }
+
+// Next returns the interval until the next scrape, after a scrape that
+// ended el after the previous one (the first: after the loop started),
+// with this proxy's dispatch count disp and in-flight count inflight read
+// when the answer arrived, and the answer's queue (Load.Queue; -1 for a
+// failed scrape). c must be the configuration NewPace was given.
+func (p *Pace) Next(c ScrapeConfig, el time.Duration, disp uint64, inflight, queue int) time.Duration {
+	return p.p.next(c, el, disp, inflight, queue)
+}
+
+// Interval returns the interval Next last returned (the starting interval
+// before the first call).
+func (p *Pace) Interval() time.Duration { return p.p.interval }
 
 // NextInterval is the adaptive scrape rule of the Scraper (see
 // nextInterval): the next interval after cur when the dispatch rate to the

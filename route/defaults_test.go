@@ -89,6 +89,7 @@ func TestRunningProxyUsesConfigDefaults(t *testing.T) {
 	check("scrape.min_interval", sc.MinInterval, def.Scrape.MinInterval.D())
 	check("scrape.max_interval", sc.MaxInterval, def.Scrape.MaxInterval.D())
 	check("scrape.timeout", sc.Timeout, def.Scrape.Timeout.D())
+	check("scrape.foreign_change", sc.ForeignChange, def.Scrape.ForeignChange)
 	check("scrape.stale_after", pc.StaleAfter, def.Scrape.StaleAfter.D())
 
 	// Breaker.

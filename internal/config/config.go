@@ -172,6 +172,11 @@ type Scrape struct {
 	MaxInterval Duration `yaml:"max_interval"` // default 1s
 	Timeout     Duration `yaml:"timeout"`      // default 1s
 	StaleAfter  Duration `yaml:"stale_after"`  // default 2s
+	// ForeignChange is, with adaptive, the change in a backend's queue
+	// that other clients (not this proxy) may make between two scrapes,
+	// in requests: a backend they change faster is scraped sooner. 0
+	// turns it off (the interval follows this proxy's own rate alone).
+	ForeignChange float64 `yaml:"foreign_change"` // default 0.1
 }
 
 // Breaker configures the per-backend circuit breaker.

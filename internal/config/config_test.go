@@ -116,6 +116,7 @@ func TestValidate(t *testing.T) {
 		{"min above max", func(c *Config) { c.Scrape.MinInterval = Duration(6 * time.Second) }, `scrape.min_interval: must be <= scrape.max_interval`},
 		{"scrape timeout", func(c *Config) { c.Scrape.Timeout = 0 }, `scrape.timeout: must be > 0`},
 		{"stale_after", func(c *Config) { c.Scrape.StaleAfter = 0 }, `scrape.stale_after: must be > 0`},
+		{"foreign_change", func(c *Config) { c.Scrape.ForeignChange = -1 }, `scrape.foreign_change: must be a finite number >= 0`},
 		{"consecutive_failures", func(c *Config) { c.Breaker.ConsecutiveFailures = 0 }, `breaker.consecutive_failures: must be >= 1`},
 		{"open_for", func(c *Config) { c.Breaker.OpenFor = 0 }, `breaker.open_for: must be > 0`},
 		{"half_open_requests", func(c *Config) { c.Breaker.HalfOpenRequests = 0 }, `breaker.half_open_requests: must be >= 1`},

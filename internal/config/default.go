@@ -68,6 +68,8 @@ func Default() *Config {
 			MaxInterval: Duration(time.Second),
 			Timeout:     Duration(time.Second),
 			StaleAfter:  Duration(2 * time.Second),
+
+			ForeignChange: 0.1,
 		},
 		Breaker: Breaker{
 			ConsecutiveFailures: 5,
