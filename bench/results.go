@@ -56,7 +56,11 @@ type StrategyResult struct {
 	E2E              Quantiles `json:"e2e_ms"`
 	ITL              Quantiles `json:"itl_ms"`
 	ProbesPerRequest float64   `json:"probes_per_request"`
-	FallbackRate     float64   `json:"fallback_rate"`
+	// ScrapesPerRequest is the background scrapes of every replica
+	// (probegate_scrapes_total) per request; 0 for the policies that do
+	// not scrape.
+	ScrapesPerRequest float64 `json:"scrapes_per_request,omitempty"`
+	FallbackRate      float64 `json:"fallback_rate"`
 	// Imbalance is max-min over servers of the time-averaged queue
 	// (running + waiting), averaged over seeds.
 	Imbalance float64 `json:"imbalance"`
@@ -219,6 +223,7 @@ func aggregate(name string, runs []*RunResult, schedDur time.Duration, offered f
 	}
 	if sr.Requests > 0 {
 		sr.ProbesPerRequest = round3(ps.ProbesSent() / float64(sr.Requests))
+		sr.ScrapesPerRequest = round3(ps.Scrapes / float64(sr.Requests))
 	}
 	sr.Retries = ps.Retries
 	if adapters > 0 {

@@ -61,8 +61,10 @@ var AllStrategies = []string{RoundRobin, Random, LeastInflight, Cached, CachedAd
 // at least K / (K + n) after n own samples), probe_scrape100 (scrape.interval and
 // scrape.max_interval 100 ms instead of 1 s: fresher cached views of the
 // backends this proxy does not probe, at 10x the scrapes of an idle
-// backend).
-var ExtraStrategies = []string{"probe_learned", "probe_podhalf", "probe_pod", "probe_podseed1", "probe_podseed4", "probe_podseed8", "probe_podseed16", "probe_podseed32", "probe_scrape100", "probe_d3", "probe_d2q2", "probe_d3q3", "probe_d4q2", "probe_d4q4", "probe_d8q8", "probe_q2", "probe_load", "probe_jsq", "oracle_jsq", "probe_requests", "cached_tokens", "probe_tokens", "probe_dw0", "probe_dw4", "probe_nospeed", "cached_tokens_nospeed", "oracle_nospeed", "probe_speed", "probe_speed1", "cached_speed", "oracle_speed", "probe_tokens_w1", "cached_tokens_w1", "probe_tokens_w1_nospeed", "probe_tokens_w0"}
+// backend), probe_ownpace (scrape.foreign_change 0: the adaptive interval
+// follows this proxy's own request rate alone, the default until issue 13
+// session 8).
+var ExtraStrategies = []string{"probe_learned", "probe_podhalf", "probe_pod", "probe_podseed1", "probe_podseed4", "probe_podseed8", "probe_podseed16", "probe_podseed32", "probe_scrape100", "probe_ownpace", "probe_d3", "probe_d2q2", "probe_d3q3", "probe_d4q2", "probe_d4q4", "probe_d8q8", "probe_q2", "probe_load", "probe_jsq", "oracle_jsq", "probe_requests", "cached_tokens", "probe_tokens", "probe_dw0", "probe_dw4", "probe_nospeed", "cached_tokens_nospeed", "oracle_nospeed", "probe_speed", "probe_speed1", "cached_speed", "oracle_speed", "probe_tokens_w1", "cached_tokens_w1", "probe_tokens_w1_nospeed", "probe_tokens_w0"}
 
 // isProbe reports whether s decides on synchronous probes.
 func isProbe(s string) bool { return strings.HasPrefix(s, Probe) }
@@ -76,8 +78,10 @@ func isProbe(s string) bool { return strings.HasPrefix(s, Probe) }
 //     queue 2, kv 2, prefix 3 (lora 1), max-score pick over all servers,
 //     load as request counts (route.load.mode requests, as EPP);
 //   - cached_adaptive: cached with scrape.adaptive (interval follows the
-//     QPS this proxy sends each backend, between scrape.min_interval,
-//     50 ms, and scrape.max_interval, config.Default's 1 s);
+//     QPS this proxy sends each backend and, since issue 13 session 8,
+//     the other clients' pace of change, scrape.foreign_change, between
+//     scrape.min_interval, 50 ms, and scrape.max_interval, config.Default's
+//     1 s);
 //   - probe: the default configuration (route.d and probe.quorum auto: 2 of
 //     2 below 32 pods, 4 of 4 from 32 up; 5 ms deadline, 1 hedge);
 //   - probe_nohedge: probe with probe.hedges 0;
@@ -175,6 +179,9 @@ func StrategyConfig(s string, urls []string) (*config.Config, error) {
 	case "probe_scrape100":
 		cfg.Scrape.Interval = config.Duration(100 * time.Millisecond)
 		cfg.Scrape.MaxInterval = config.Duration(100 * time.Millisecond)
+		cfg.Scrape.ForeignChange = 0 // every 100 ms, as in session 7
+	case "probe_ownpace":
+		cfg.Scrape.ForeignChange = 0
 	default:
 		return nil, fmt.Errorf("unknown strategy %q", s)
 	}
@@ -274,6 +281,7 @@ type ProxyStats struct {
 	Requests  float64            // probegate_requests_total, all labels
 	Errors    float64            // probegate_requests_total with code >= 400 or 499
 	Retries   float64
+	Scrapes   float64 // probegate_scrapes_total, every backend and outcome
 }
 
 // Add accumulates o into s (replicas are summed).
@@ -290,6 +298,7 @@ func (s *ProxyStats) Add(o ProxyStats) {
 	s.Requests += o.Requests
 	s.Errors += o.Errors
 	s.Retries += o.Retries
+	s.Scrapes += o.Scrapes
 }
 
 // ProbesSent is the number of probes sent (each completes once: ok, timeout,
@@ -336,6 +345,10 @@ func ReadProxyStats(g prometheus.Gatherer) (ProxyStats, error) {
 		case "probegate_retries_total":
 			for _, m := range mf.GetMetric() {
 				st.Retries += m.GetCounter().GetValue()
+			}
+		case "probegate_scrapes_total":
+			for _, m := range mf.GetMetric() {
+				st.Scrapes += m.GetCounter().GetValue()
 			}
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/probegate/probegate/internal/config"
 )
 
@@ -53,10 +55,40 @@ func TestStrategyConfigs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sc.Route.Policy != "probe" || time.Duration(sc.Scrape.MaxInterval) != 100*time.Millisecond || time.Duration(sc.Scrape.Interval) != 100*time.Millisecond {
-		t.Errorf("probe_scrape100: policy %s, scrape interval %v, max %v; want probe, 100ms, 100ms", sc.Route.Policy, sc.Scrape.Interval, sc.Scrape.MaxInterval)
+	if sc.Route.Policy != "probe" || time.Duration(sc.Scrape.MaxInterval) != 100*time.Millisecond || time.Duration(sc.Scrape.Interval) != 100*time.Millisecond || sc.Scrape.ForeignChange != 0 {
+		t.Errorf("probe_scrape100: policy %s, scrape interval %v, max %v, foreign_change %v; want probe, 100ms, 100ms, 0", sc.Route.Policy, sc.Scrape.Interval, sc.Scrape.MaxInterval, sc.Scrape.ForeignChange)
+	}
+	// probe_ownpace is probe with the adaptive scrape following this
+	// proxy's own rate alone (the rule before issue 13 session 8).
+	op, err := StrategyConfig("probe_ownpace", urls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if op.Route.Policy != "probe" || !op.Scrape.Adaptive || op.Scrape.ForeignChange != 0 || cfg.Scrape.ForeignChange <= 0 {
+		t.Errorf("probe_ownpace: policy %s, adaptive %v, foreign_change %v (probe's %v); want probe, true, 0 (probe's > 0)", op.Route.Policy, op.Scrape.Adaptive, op.Scrape.ForeignChange, cfg.Scrape.ForeignChange)
 	}
 	if _, err := StrategyConfig("probe_d9q9", urls); err == nil {
 		t.Error("unknown strategy accepted")
+	}
+}
+
+// TestReadProxyStatsScrapes: the background scrapes of every backend and
+// outcome are summed (results' scrapes_per_request).
+func TestReadProxyStatsScrapes(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "probegate_scrapes_total", Help: "x"}, []string{"backend", "outcome"})
+	reg.MustRegister(c)
+	c.WithLabelValues("a", "ok").Add(7)
+	c.WithLabelValues("b", "ok").Add(5)
+	c.WithLabelValues("b", "timeout").Add(1)
+	st, err := ReadProxyStats(reg)
+	if err != nil || st.Scrapes != 13 {
+		t.Fatalf("scrapes %v (%v), want 13", st.Scrapes, err)
+	}
+	var sum ProxyStats
+	sum.Add(st)
+	sum.Add(st)
+	if sum.Scrapes != 26 {
+		t.Errorf("two replicas: %v scrapes, want 26", sum.Scrapes)
 	}
 }

@@ -343,3 +343,33 @@ func TestPrefixSweep(t *testing.T) {
 		t.Errorf("pod capacity %v req/s with prefix hashes (sweep: %v), %v without: the prefix cache is not hit", hit, res.PodCapacityRPS[PrefixName], miss)
 	}
 }
+
+// TestScrapePaceFollowsOtherReplicas: the simulated scrape loops run the
+// production rule (probe.Pace). With 8 replicas in front of a busy fleet,
+// each pod changes mostly through the other replicas' requests, and
+// scrape.foreign_change scrapes it several times faster than the rule
+// that follows each replica's own rate (probe_ownpace), which leaves every
+// pod at max_interval (1 s: 8 scrapes per pod per second). One replica
+// alone sees no foreign change: the two rules scrape alike.
+func TestScrapePaceFollowsOtherReplicas(t *testing.T) {
+	run := func(strategy string, replicas int) float64 {
+		t.Helper()
+		cfg := tiny(strategy, 1)
+		cfg.Pods, cfg.Replicas, cfg.Rate = 8, replicas, 0.8*8*2.6
+		m, err := Run(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m.PodScrapesPerS
+	}
+	own8, new8 := run("probe_ownpace", 8), run(bench.Probe, 8)
+	if own8 < 7.5 || own8 > 8.5 {
+		t.Errorf("own rate alone, 8 replicas: %v scrapes per pod per second, want about 8 (each at 1 s)", own8)
+	}
+	if new8 < 3*own8 {
+		t.Errorf("foreign pace, 8 replicas: %v scrapes per pod per second, want > 3x the own-rate rule's %v", new8, own8)
+	}
+	if own1, new1 := run("probe_ownpace", 1), run(bench.Probe, 1); new1 != own1 {
+		t.Errorf("one replica: %v scrapes per pod per second with the foreign pace, %v without; want the same", new1, own1)
+	}
+}

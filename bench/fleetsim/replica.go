@@ -59,12 +59,11 @@ type replica struct {
 }
 
 // scrapeLoop is the state of one production scrape loop (probe.Scraper.loop)
-// for one pod: its interval and the adaptive rate average.
+// for one pod: its interval and the adaptive rule's state.
 type scrapeLoop struct {
 	interval time.Duration
 	lastT    time.Duration
-	lastDisp uint64
-	rate     float64
+	pace     probe.Pace
 	pending  probe.Load // the answer on its way from the pod
 }
 
@@ -160,7 +159,7 @@ func newReplica(s *sim, idx int, strategy string, addrs []string, seed uint64) (
 	if r.scrapes {
 		r.loops = make([]scrapeLoop, len(addrs))
 		for i := range r.loops {
-			r.loops[i] = scrapeLoop{interval: r.scrape.Interval, rate: -1}
+			r.loops[i] = scrapeLoop{interval: r.scrape.Interval, pace: probe.NewPace(r.scrape, 0)}
 		}
 	}
 	return r, nil

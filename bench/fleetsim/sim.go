@@ -331,12 +331,8 @@ func (s *sim) scrapeDeliver(ri, pi int) {
 	ld.At = r.clock.now()
 	st.Report(&ld)
 	if r.scrape.Adaptive {
-		disp := st.Dispatched()
-		if el := (s.now - l.lastT).Seconds(); el > 0 {
-			l.rate = probe.UpdateRate(l.rate, float64(disp-l.lastDisp)/el)
-		}
-		l.lastT, l.lastDisp = s.now, disp
-		l.interval = r.scrape.NextInterval(l.interval, l.rate)
+		l.interval = l.pace.Next(r.scrape, s.now-l.lastT, st.Dispatched(), st.Inflight(), ld.Queue())
+		l.lastT = s.now
 	}
 	s.q.pushLane(laneScrapeIssue, event{at: s.now + l.interval, kind: evScrapeIssue, a: int32(ri), b: int32(pi)})
 }

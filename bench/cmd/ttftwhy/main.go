@@ -78,6 +78,7 @@ func main() {
 			var recs []*fleetsim.Record
 			var bySeed []string
 			var winP99 []float64
+			var scrapes, probes float64 // per pod per second, summed over seeds
 			for k := *first; k < *first+*seeds; k++ {
 				var sr []*fleetsim.Record
 				var jobs []fleetsim.Job
@@ -107,9 +108,12 @@ func main() {
 				cfg := fleetsim.Config{Jobs: jobs, History: history, HistoryRoundRobin: *histRR, Pods: *pods, Replicas: r, Strategy: st, Workload: w, Rate: *rate, Duration: *dur, Warmup: *warm,
 					Sim: sim, Slowdown: fleetsim.BenchSlowdown, Params: params, Seed: uint64(k), PodSlowdown: ps, Ideal: ideal,
 					Record: func(rec *fleetsim.Record) { sr = append(sr, rec) }}
-				if _, err := fleetsim.Run(cfg); err != nil {
+				m, err := fleetsim.Run(cfg)
+				if err != nil {
 					fail(fmt.Errorf("%s seed %d: %w", st, k, err))
 				}
+				scrapes += m.PodScrapesPerS
+				probes += m.PodProbesPerS
 				bySeed = append(bySeed, fmt.Sprintf("%.0f", bench.Percentile(ttfts(sr), 99)))
 				for t := *warm; t < *dur; t += *window {
 					var in []*fleetsim.Record
@@ -179,6 +183,7 @@ func main() {
 					unavoid++
 				}
 			}
+			fmt.Fprintf(os.Stderr, "%s R=%d: pod-side cost per pod per s (all replicas, mean over seeds): scrapes %.2f, probes %.2f\n", st, r, scrapes/float64(*seeds), probes/float64(*seeds))
 			coldStart(st, r, recs, tops)
 			// The replica's learned (and pod-reported) speed of the last
 			// (slow) pod over the others' mean, at each arrival (once all
