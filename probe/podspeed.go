@@ -57,6 +57,11 @@ type podSpeed struct {
 	// seeded: the estimate started from the pod's lifetime counters in
 	// the first report this proxy read (lifetimeNs): a long-lived pod.
 	seeded bool
+	// seen: a report has been folded in. Only the first report can seed:
+	// a pod this proxy first read with counters at 0 (started with the
+	// proxy, or a server without the families) is not long-lived, however
+	// many tokens its counters hold a few scrapes later.
+	seen bool
 }
 
 // next returns the state after report l (already accepted as newer than
@@ -66,11 +71,13 @@ type podSpeed struct {
 // (podSpeedWindow, podSpeedTokens) yields a speed, folded into the estimate
 // with weight podSpeedAlpha, and l becomes the next anchor.
 func (p podSpeed) next(l *Load) podSpeed {
+	first := !p.seen
+	p.seen = true
 	if !counted(l.PrefillSeconds) || !counted(l.PrefillTokens) || (l.PrefillSeconds == 0 && l.PrefillTokens == 0) {
 		return p // none reported, or garbage (NaN, infinite, negative)
 	}
-	anchor := podSpeed{at: l.At, secs: l.PrefillSeconds, toks: l.PrefillTokens, ns: p.ns, seeded: p.seeded}
-	if p.at.IsZero() && p.ns == 0 {
+	anchor := podSpeed{at: l.At, secs: l.PrefillSeconds, toks: l.PrefillTokens, ns: p.ns, seeded: p.seeded, seen: true}
+	if first {
 		anchor.ns = lifetimeNs(l)
 		anchor.seeded = anchor.ns > 0
 		return anchor

@@ -188,6 +188,15 @@ func TestPodSpeedSeededFromALongLivedPodsFirstReport(t *testing.T) {
 	if v := young.View(t0.Add(5*time.Second), time.Minute); !near(v.PodNsPerToken, 100_000) || v.PodSeeded {
 		t.Fatalf("young pod after a window: speed %v seeded %v, want 100,000 not seeded", v.PodNsPerToken, v.PodSeeded)
 	}
+	// A pod first read with its counters at 0 (started with this proxy)
+	// is not long-lived, even once its counters hold more than
+	// podSpeedTokens a scrape later: no seed, a speed only after a window.
+	fresh := NewState("d:1")
+	fresh.Report(podReport(0, 0, 0))
+	fresh.Report(podReport(time.Second, 2, 20_000))
+	if v := fresh.View(t0.Add(time.Second), time.Minute); v.PodNsPerToken != 0 || v.PodSeeded {
+		t.Fatalf("pod first read at 0 counters, then 20,000 tokens: speed %v seeded %v, want none until a window", v.PodNsPerToken, v.PodSeeded)
+	}
 	hostile := NewState("c:1")
 	hostile.Report(podReport(0, 1e-9, 1e12)) // a million million tokens in a nanosecond
 	if ns := hostile.PodNsPerToken(); ns != 0 {

@@ -47,6 +47,7 @@ func main() {
 	jitter := flag.Duration("speed-jitter", 0, "fleetsim Params.SpeedJitter: mean extra delay of the replica's first-byte observation (speed sample noise)")
 	jitterP := flag.Float64("speed-jitter-p", 0, "fleetsim Params.SpeedJitterP: share of first bytes observed late")
 	hist := flag.Int("pod-history", 0, "long-lived pods: each pod's counters start with its share of this many earlier windows of the workload (fleetsim Config.History; 0: fresh pods, counters at 0)")
+	lockstep := flag.Bool("lockstep", false, "start every replica's scrape loops at time 0, as the live bench starts its proxies (fleetsim Config.Lockstep; default: a seeded phase)")
 	histRR := flag.Bool("pod-history-rr", false, "deal the history round robin over the pods (default: in proportion to their speed)")
 	flag.Parse()
 	params := fleetsim.LoopbackParams()
@@ -105,7 +106,7 @@ func main() {
 						history = append(history, j)
 					}
 				}
-				cfg := fleetsim.Config{Jobs: jobs, History: history, HistoryRoundRobin: *histRR, Pods: *pods, Replicas: r, Strategy: st, Workload: w, Rate: *rate, Duration: *dur, Warmup: *warm,
+				cfg := fleetsim.Config{Jobs: jobs, History: history, HistoryRoundRobin: *histRR, Lockstep: *lockstep, Pods: *pods, Replicas: r, Strategy: st, Workload: w, Rate: *rate, Duration: *dur, Warmup: *warm,
 					Sim: sim, Slowdown: fleetsim.BenchSlowdown, Params: params, Seed: uint64(k), PodSlowdown: ps, Ideal: ideal,
 					Record: func(rec *fleetsim.Record) { sr = append(sr, rec) }}
 				m, err := fleetsim.Run(cfg)
