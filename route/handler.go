@@ -136,7 +136,7 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 	ntried := 0         // entries of rc.tried in use
 	drops := 0          // attempts a backend dropped after they went out (poison.go)
 	resent := false     // a 5xx answer was re-sent (second_opinion.go): once per request
-	rc.suspect = nil
+	rc.suspect, rc.suspectTicket = nil, breaker.Ticket{}
 	// attempts counts the requests sent, which upstream.retries bounds; a
 	// breaker refusal sends nothing and costs no time, so it does not count
 	// (rc.tried's size bounds those re-picks).
