@@ -50,8 +50,11 @@ func (p *Proxy) newServer(cfg *config.Config) *fasthttp.Server {
 		NoDefaultServerHeader:         true,
 		NoDefaultContentType:          true,
 		StreamRequestBody:             false,
-		CloseOnShutdown:               true,
-		ConnState:                     p.trackConn,
+		// The proxy never reads RequestCtx.Time: no clock read per
+		// request for it (the proxy reads its own, Proxy.now).
+		LazyRequestTime: true,
+		CloseOnShutdown: true,
+		ConnState:       p.trackConn,
 	}
 }
 

@@ -53,7 +53,6 @@ func (upstreamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Reques
 		return false, err
 	}
 	conn := cc.Conn()
-	resp.ParseNetConn(conn)
 
 	bw := hc.AcquireWriter(conn)
 	err = req.Write(bw)
@@ -65,6 +64,7 @@ func (upstreamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Reques
 		if isTimeout(err) {
 			err = fasthttp.ErrTimeout
 		}
+		noteConn(resp, conn)
 		hc.CloseConn(cc)
 		return true, err
 	}
@@ -72,6 +72,7 @@ func (upstreamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Reques
 	skip := resp.SkipBody || req.Header.IsHead()
 	br := hc.AcquireReader(conn)
 	if err := readHead(&resp.Header, br); err != nil {
+		noteConn(resp, conn)
 		hc.ReleaseReader(br)
 		hc.CloseConn(cc)
 		return true, err
@@ -122,6 +123,28 @@ func (upstreamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Reques
 	resp.SetBodyStream(body, size)
 	return false, nil
 }
+
+// noteConn records on resp the addresses of the connection a round trip
+// failed on, as fasthttp's transport records them before every request
+// (Response.ParseNetConn), for forward's failure path (connTable.take,
+// keyed by the socket the request started on: deadlineConn's key, which
+// guardedConn's redial during the send does not move). A round trip that
+// succeeds reads no address: that was two interface calls through
+// guardedConn per request, for a value only a failure uses.
+func noteConn(resp *fasthttp.Response, conn net.Conn) {
+	if dc, ok := conn.(*deadlineConn); ok && dc.keyAddr != nil {
+		conn = keyedConn{Conn: dc, local: dc.keyAddr}
+	}
+	resp.ParseNetConn(conn)
+}
+
+// keyedConn is a connection whose LocalAddr is the key it is known by.
+type keyedConn struct {
+	net.Conn
+	local net.Addr
+}
+
+func (c keyedConn) LocalAddr() net.Addr { return c.local }
 
 // readHead reads a response head into h, skipping interim (1xx) heads
 // other than 101, as fasthttp's Response.ReadLimitBody does.
