@@ -24,9 +24,11 @@ type ProberConfig struct {
 	// probe, about the p97.5 when it waits for both of two; see
 	// hedge_level.go and hedge.go).
 	AutoHedge bool
-	Hedges    int           // spares probed after HedgeAfter; 0 disables hedging
-	Quorum    int           // answers to wait for; 0 = config.DefaultQuorum(len(cands))
-	FreshFor  time.Duration // candidates with a report younger than this are not probed
+	Hedges    int // spares probed after HedgeAfter; 0 disables hedging
+	Quorum    int // answers to wait for; 0 = config.DefaultQuorum(len(cands))
+	// FreshFor: candidates with a report younger than this are not probed
+	// (up to 8x longer for a quiet backend: see Prober.freshFor).
+	FreshFor time.Duration
 }
 
 // ProberConfigFrom converts the probe section of a validated configuration
@@ -145,7 +147,8 @@ const (
 // (a d above 12 with hedges) spill to the heap.
 const maxWaits = 16
 
-// Run probes the candidates whose latest report is older than FreshFor, in
+// Run probes the candidates whose latest report is older than FreshFor
+// (longer for a quiet backend, see freshFor; "fresh" below means that), in
 // parallel, and Reports each answer into its State (Source = SourceProbe,
 // At = receive time). A candidate that already has a probe in flight,
 // sent by a concurrent Run, is not probed again: Run waits for that answer
@@ -360,8 +363,9 @@ func (p *Prober) wallAt(start time.Time) time.Time {
 
 // known reports whether s's state is used without waiting for a probe,
 // counting it in res and the observer: fresh (its report is younger than
-// FreshFor), or recent (younger than twice FreshFor; a probe no Run waits
-// for is then sent unless one is in flight, ending Deadline after now).
+// freshFor(s): FreshFor, longer for a quiet backend), or recent (younger
+// than twice that; a probe no Run waits for is then sent unless one is in
+// flight, ending Deadline after now).
 func (p *Prober) known(s *State, now time.Time, res *Result) bool {
 	if p.cfg.FreshFor <= 0 {
 		return false
@@ -370,12 +374,13 @@ func (p *Prober) known(s *State, now time.Time, res *Result) bool {
 	if l == nil {
 		return false
 	}
+	fresh := p.freshFor(s)
 	switch age := now.Sub(l.At); {
-	case age < p.cfg.FreshFor:
+	case age < fresh:
 		res.SkippedFresh++
 		p.obs.Probe(OutcomeSkippedFresh, 0)
 		return true
-	case age < p.cfg.recentFor():
+	case age < 2*fresh:
 		res.SkippedRecent++
 		p.obs.Probe(OutcomeSkippedRecent, 0)
 		p.refresh(s, p.wallAt(now).Add(p.cfg.Deadline))
@@ -408,8 +413,51 @@ func (p *Prober) await(s *State, results chan<- int, deadline time.Time, d time.
 }
 
 // recentFor is the age below which a report that is no longer fresh is
-// used without waiting (stale-while-revalidate): twice FreshFor.
+// used without waiting (stale-while-revalidate): twice FreshFor, for a
+// backend that is not quiet (see freshFor).
 func (c *ProberConfig) recentFor() time.Duration { return 2 * c.FreshFor }
+
+// quietMaxShift bounds the back-off of a quiet backend's freshness:
+// FreshFor doubles with each probe answer in a row that reported exactly
+// what the report before it said, up to 2^quietMaxShift x FreshFor (16 ms
+// fresh and 32 ms recent at the default 2 ms).
+const quietMaxShift = 3
+
+// freshFor is how long s's latest report is fresh (and twice that,
+// recent): FreshFor, doubled for each of the last probe answers in a row
+// that changed nothing the pick reads and nothing that shows work (queue,
+// KV use, the token counters; see sameLoad), at most quietMaxShift times:
+// a pod doing nothing is not asked again every FreshFor. The first answer
+// that differs restores FreshFor. This proxy's own dispatches since the
+// report still correct the view (State.View), so a quiet pod this proxy
+// sends to is seen loaded at once; what a quiet pod's report can miss for
+// longer is other clients' load that arrived since, for at most twice the
+// backed-off freshness.
+func (p *Prober) freshFor(s *State) time.Duration {
+	return p.cfg.FreshFor << min(s.quiet.Load(), quietMaxShift)
+}
+
+// noteQuiet records whether the probe answer l, just Reported over prev
+// (nil: none), reported exactly what prev did (see freshFor).
+func (s *State) noteQuiet(prev, l *Load) {
+	if prev == nil || !sameLoad(prev, l) {
+		if s.quiet.Load() != 0 {
+			s.quiet.Store(0)
+		}
+		return
+	}
+	if q := s.quiet.Load(); q < quietMaxShift {
+		s.quiet.CompareAndSwap(q, q+1)
+	}
+}
+
+// sameLoad reports whether a and b say the same of a backend's load and
+// work: queue signals, KV use and the token counters, which a pod doing
+// anything moves.
+func sameLoad(a, b *Load) bool {
+	return a.Running == b.Running && a.Waiting == b.Waiting && a.ServerLoad == b.ServerLoad &&
+		a.KVUse == b.KVUse && a.Tokens == b.Tokens && a.PrefillTokens == b.PrefillTokens
+}
 
 // slowHold bounds how long a backend whose probe missed the deadline is not
 // waited for when no probe answers in time since (a backend probed again
@@ -450,7 +498,10 @@ func (p *Prober) fly(f *flight, s *State) {
 	case err == nil:
 		l.Source = SourceProbe
 		l.At = at
-		s.Report(&l)
+		prev := s.Latest()
+		if s.Report(&l) {
+			s.noteQuiet(prev, &l)
+		}
 		p.est.Observe(rtt)
 	case errors.Is(err, ErrTimeout), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		r = probeTimeout

@@ -46,6 +46,10 @@ type State struct {
 	// probe.deadline. Set by that probe, cleared by the next one that
 	// answers in time (see Prober.Run).
 	probeSlowUntil atomic.Int64
+	// How many probe answers in a row reported exactly what the report
+	// before each said (an idle pod: see Prober.freshFor); 0 after one
+	// that differed.
+	quiet atomic.Int32
 
 	// The scrape loop's current interval in nanoseconds (0: not scraped).
 	scrapeInterval atomic.Int64
