@@ -57,13 +57,16 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 	b.state.Dispatch()
 	resp := fasthttp.AcquireResponse()
 	err := b.hc.Do(req, resp)
+	// A small answer's body that failed after its head (upstreamTransport):
+	// the head is judged as any other, then forwardBuffered answers the
+	// failure (nothing of the answer reached the client).
+	var bodyErr error
 	if err != nil {
 		if be := (*bodyError)(nil); errors.As(err, &be) {
-			// A small answer's body failed after its head
-			// (upstreamTransport): nothing of it reached the client.
-			p.metrics.firstByte.Observe(p.now().Sub(start).Seconds())
-			return p.failAfterHead(rt, b, resp, ticket, &work, sent, be.err)
+			bodyErr, err = be.err, nil
 		}
+	}
+	if err != nil {
 		reused, sendErr := b.conns.take(resp.LocalAddr())
 		if sendErr != nil {
 			err = sendErr // fasthttp named it a connection closed before the first byte
@@ -155,7 +158,7 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 		}
 	}
 	if buffered {
-		return p.forwardBuffered(ctx, rt, rc, b, resp, ticket, accounting{start: start, firstByte: firstByte, status: status, code: status, dec: dec, attempt: attempt, idReplaced: idReplaced, work: work})
+		return p.forwardBuffered(ctx, rt, rc, b, resp, ticket, sent, bodyErr, accounting{start: start, firstByte: firstByte, status: status, code: status, dec: dec, attempt: attempt, idReplaced: idReplaced, work: work})
 	}
 
 	hijack := hijackable(ctx, resp, sse, rc.clientClose)
@@ -223,11 +226,16 @@ var http11 = []byte("HTTP/1.1")
 
 // forwardBuffered answers with a small upstream body that was read whole
 // (upstreamTransport, whose connection is already back in its pool),
-// releases the upstream response and settles the request. A body cut
-// short never gets here: forward answers it as a failure after the head
-// (failAfterHead; nothing of the answer reached the client).
-func (p *Proxy) forwardBuffered(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *Backend, resp *fasthttp.Response, ticket breaker.Ticket, a accounting) (failure, error) {
+// releases the upstream response and settles the request. A body that
+// failed after its head (bodyErr, its connection closed) is an upstream
+// failure the client learns of as an error status: nothing of the answer
+// reached it yet, so the request is re-picked only as retryReasonFor
+// allows after a head (failAfterHead).
+func (p *Proxy) forwardBuffered(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *Backend, resp *fasthttp.Response, ticket breaker.Ticket, sent time.Time, bodyErr error, a accounting) (failure, error) {
 	p.metrics.firstByte.Observe(a.firstByte.Seconds())
+	if bodyErr != nil {
+		return p.failAfterHead(rt, b, resp, ticket, &a.work, sent, bodyErr)
+	}
 	body := resp.Body()
 	ctx.Response.SetBody(body)
 	a.bytes = int64(len(body))
