@@ -74,3 +74,30 @@ func TestBytesPastASmallAnswerAreNeverReused(t *testing.T) {
 		t.Fatalf("%d upstream connections for 3 requests, want 3: one that carried stray bytes was reused", conns)
 	}
 }
+
+// A small 5xx answer whose body is cut short is judged at its head first,
+// as any 5xx: re-sent to another pod for a second opinion
+// (retries_total{reason="server_error"}), not taken as a connection that
+// failed after its head ("after_head"). The client gets the other pod's
+// answer.
+func TestCutShortServerErrorIsJudgedAtItsHead(t *testing.T) {
+	bad := hhFails(t, "HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"error\"", 0, false)
+	good := hhHealthy(t)
+	cfg := testConfig(bad.url(), good.url())
+	cfg.Route.Policy = "round_robin"
+	cfg.Upstream.RetryOnReset = true
+	tp := startProxy(t, cfg)
+	for i := range 4 {
+		r := rawDo(t, tp.addr, hhReq)
+		if r.status != 200 || r.body != "data: ok\n\n" {
+			t.Fatalf("request %d: %d %q, want the healthy pod's 200 stream", i, r.status, r.body)
+		}
+	}
+	hits := float64(len(bad.requests()))
+	if hits == 0 {
+		t.Fatal("the failing backend got no request: the test tested nothing")
+	}
+	if got, after := rtRetries(t, tp, "server_error"), rtRetries(t, tp, "after_head"); got != hits || after != 0 {
+		t.Fatalf("retries_total server_error = %v, after_head = %v; want %v and 0", got, after, hits)
+	}
+}
