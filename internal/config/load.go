@@ -69,8 +69,8 @@ const DefaultPodSpeed = 0.0
 // DefaultPodSpeedSamples is route.load.pod_speed_samples's default: off.
 // In fleetsim's trace replay on the hetero fleet with long-lived pods, 8
 // made p99 TTFT 0.88x at R=8 but 1.02-1.09x pooled at R=1 (0.97-0.99 per
-// window); live, 3 seeds at R=8 did not show the gain (1.08x per seed at
-// load 10.8) (bench/README.md, issue 13 session 8).
+// window); live at R=8 it was 1.13x worse per seed (6 seeds in two holds)
+// (bench/README.md, issue 13 session 8).
 const DefaultPodSpeedSamples = 0.0
 
 func defaultLoad() LoadModel {
