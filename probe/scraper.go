@@ -35,13 +35,12 @@ type ScrapeConfig struct {
 // durations and, when adaptive, MinInterval <= Interval <= MaxInterval).
 func ScrapeConfigFrom(c config.Scrape) ScrapeConfig {
 	return ScrapeConfig{
-		Interval:    c.Interval.D(),
-		MinInterval: c.MinInterval.D(),
-		MaxInterval: c.MaxInterval.D(),
-		Timeout:     c.Timeout.D(),
-		Adaptive:    c.Adaptive,
-		StaleAfter:  c.StaleAfter.D(),
-
+		Interval:      c.Interval.D(),
+		MinInterval:   c.MinInterval.D(),
+		MaxInterval:   c.MaxInterval.D(),
+		Timeout:       c.Timeout.D(),
+		Adaptive:      c.Adaptive,
+		StaleAfter:    c.StaleAfter.D(),
 		ForeignChange: c.ForeignChange,
 	}
 }

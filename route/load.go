@@ -79,7 +79,7 @@ type LoadInput struct {
 // Queue returns the candidate's queue for the scorers (see LoadModel).
 func (m *LoadModel) Queue(v *probe.View, in *LoadInput) float64 {
 	if !m.Tokens {
-		return m.requestQueue(v.Queue, m.Ns(v.NsPerToken, v.PodNsPerToken, v.SpeedSamples, v.PodSeeded), in)
+		return m.requestQueue(v.Queue, m.viewNs(v), in)
 	}
 	b := v.Brief()
 	return m.BriefQueue(&b, in)
@@ -89,7 +89,7 @@ func (m *LoadModel) Queue(v *probe.View, in *LoadInput) float64 {
 // BriefQueue(v.Brief(), in).
 func (m *LoadModel) BriefQueue(v *probe.Brief, in *LoadInput) float64 {
 	if !m.Tokens {
-		return m.requestQueue(v.Queue, m.Ns(v.NsPerToken, v.PodNsPerToken, v.SpeedSamples, v.PodSeeded), in)
+		return m.requestQueue(v.Queue, m.briefNs(v), in)
 	}
 	if in.MeanPrompt <= 0 || in.RefNs <= 0 {
 		return v.Queue
@@ -107,7 +107,7 @@ func (m *LoadModel) BriefQueue(v *probe.Brief, in *LoadInput) float64 {
 	// not past it needs a seat too (its prefill tokens alone make a short
 	// prompt behind a cached prefix look nearly free): WaitingWeight.
 	running := max(v.Queue-waiting, 0)
-	ns := m.Ns(v.NsPerToken, v.PodNsPerToken, v.SpeedSamples, v.PodSeeded)
+	ns := m.briefNs(v)
 	if ns <= 0 || m.IgnoreSpeed {
 		ns = in.RefNs
 	}
@@ -162,13 +162,23 @@ func (m *LoadModel) Ns(learned, pod float64, n int, seeded bool) float64 {
 	return w*pod + (1-w)*learned
 }
 
+// viewNs is Ns of the speeds v carries.
+func (m *LoadModel) viewNs(v *probe.View) float64 {
+	return m.Ns(v.NsPerToken, v.PodNsPerToken, v.SpeedSamples, v.PodSeeded)
+}
+
+// briefNs is Ns of the speeds b carries.
+func (m *LoadModel) briefNs(b *probe.Brief) float64 {
+	return m.Ns(b.NsPerToken, b.PodNsPerToken, b.SpeedSamples, b.PodSeeded)
+}
+
 // RefNs returns the mean over views of the speed the model scores them
 // with (Ns), or 1 when none is known (every candidate then uses the same
 // speed).
 func (m *LoadModel) RefNs(views []probe.View) float64 {
 	sum, n := 0.0, 0
 	for i := range views {
-		if ns := m.Ns(views[i].NsPerToken, views[i].PodNsPerToken, views[i].SpeedSamples, views[i].PodSeeded); ns > 0 {
+		if ns := m.viewNs(&views[i]); ns > 0 {
 			sum += ns
 			n++
 		}
@@ -180,7 +190,7 @@ func (m *LoadModel) RefNs(views []probe.View) float64 {
 func (m *LoadModel) briefRefNs(briefs []probe.Brief) float64 {
 	sum, n := 0.0, 0
 	for i := range briefs {
-		if ns := m.Ns(briefs[i].NsPerToken, briefs[i].PodNsPerToken, briefs[i].SpeedSamples, briefs[i].PodSeeded); ns > 0 {
+		if ns := m.briefNs(&briefs[i]); ns > 0 {
 			sum += ns
 			n++
 		}

@@ -91,26 +91,7 @@ func (r *resetOnReuse) respond(c net.Conn, _ int, head []byte) bool {
 // first two made it "dropped twice in a row": 502 and a poison verdict on
 // a legitimate body.
 func TestUnacknowledgedResetsAreNotPoisonDrops(t *testing.T) {
-	var pods []*resetOnReuse
-	var urls []string
-	for range 3 {
-		r := &resetOnReuse{}
-		u := startRawBackend(t, r.respond)
-		pods, urls = append(pods, r), append(urls, u.url())
-	}
-	cfg := testConfig(urls...)
-	cfg.Route.Policy = "round_robin"
-	cfg.Upstream.Retries = 3
-	cfg.Upstream.RetryOnReset = true
-	cfg.Breaker.OpenFor = config.Duration(10 * time.Second)
-	tp := startProxy(t, cfg)
-	url := tp.url("/v1/completions")
-	body := `{"model":"m","prompt":"fine"}`
-	for i := range 3 * reuseRounds { // one pooled connection on each pod
-		if code := postStatus(t, url, body); code != 200 {
-			t.Fatalf("warm-up request %d: %d", i, code)
-		}
-	}
+	pods, tp, url, body := startResetOnReuseFleet(t, false)
 	for i := range 2 {
 		if code := postStatus(t, url, body); code != 200 {
 			t.Fatalf("request %d meeting resets on reuse: %d, want 200 (poison verdicts %v)", i, code,
@@ -120,12 +101,7 @@ func TestUnacknowledgedResetsAreNotPoisonDrops(t *testing.T) {
 	if got := tp.counter(t, "probegate_poison_requests_total", nil); got != 0 {
 		t.Errorf("poison_requests_total = %v after resets of undelivered requests, want 0", got)
 	}
-	n := 0
-	for _, r := range pods {
-		r.mu.Lock()
-		n += r.resets
-		r.mu.Unlock()
-	}
+	n := totalResets(pods)
 	if n < 2 {
 		t.Errorf("%d resets on reuse: the test did not exercise two", n)
 	}
@@ -136,10 +112,30 @@ func TestUnacknowledgedResetsAreNotPoisonDrops(t *testing.T) {
 // dropped a delivered request. Two such drops in a row are the poison
 // rule's: 502, one poison verdict, and the third pod never sees it.
 func TestAcknowledgedDropsOnReuseStillCount(t *testing.T) {
+	pods, tp, url, body := startResetOnReuseFleet(t, true)
+	if code := postStatus(t, url, body); code != 502 {
+		t.Fatalf("a request two pods took and dropped: %d, want 502", code)
+	}
+	if got := tp.counter(t, "probegate_poison_requests_total", nil); got != 1 {
+		t.Errorf("poison_requests_total = %v, want 1", got)
+	}
+	n := totalResets(pods)
+	if n != 2 {
+		t.Errorf("%d pods dropped the request, want 2", n)
+	}
+}
+
+// startResetOnReuseFleet starts three resetOnReuse pods (fin as given)
+// behind a round_robin proxy with upstream.retries 3 and retry_on_reset,
+// and sends 3 x reuseRounds completions: one pooled connection on each pod,
+// whose next request meets the reset (or the FIN). It returns the pods,
+// the proxy, the completions URL and the body sent.
+func startResetOnReuseFleet(t *testing.T, fin bool) ([]*resetOnReuse, *testProxy, string, string) {
+	t.Helper()
 	var pods []*resetOnReuse
 	var urls []string
 	for range 3 {
-		r := &resetOnReuse{fin: true}
+		r := &resetOnReuse{fin: fin}
 		u := startRawBackend(t, r.respond)
 		pods, urls = append(pods, r), append(urls, u.url())
 	}
@@ -156,19 +152,16 @@ func TestAcknowledgedDropsOnReuseStillCount(t *testing.T) {
 			t.Fatalf("warm-up request %d: %d", i, code)
 		}
 	}
-	if code := postStatus(t, url, body); code != 502 {
-		t.Fatalf("a request two pods took and dropped: %d, want 502", code)
-	}
-	if got := tp.counter(t, "probegate_poison_requests_total", nil); got != 1 {
-		t.Errorf("poison_requests_total = %v, want 1", got)
-	}
+	return pods, tp, url, body
+}
+
+// totalResets is how many resets (or FIN drops) the pods made.
+func totalResets(pods []*resetOnReuse) int {
 	n := 0
 	for _, r := range pods {
 		r.mu.Lock()
 		n += r.resets
 		r.mu.Unlock()
 	}
-	if n != 2 {
-		t.Errorf("%d pods dropped the request, want 2", n)
-	}
+	return n
 }
