@@ -56,16 +56,7 @@ func (p *Proxy) resendServerError(rc *reqCtx) bool {
 	}
 	tried := rc.tried[:rc.ntried]
 	for _, c := range p.snap.Load().pool.Backends() {
-		if c.Eligible() && !triedAlready(tried, c) {
-			return true
-		}
-	}
-	return false
-}
-
-func triedAlready(tried []*Backend, b *Backend) bool {
-	for _, t := range tried {
-		if t == b {
+		if c.Eligible() && !contains(tried, c) {
 			return true
 		}
 	}
