@@ -115,15 +115,16 @@ func (u *rawUpstream) Serve() error {
 	defer u.closeFDs()
 	events := make([]syscall.EpollEvent, 256)
 	for {
-		// A raw epoll_pwait: the thread sleeps in the kernel without
-		// telling Go's scheduler, which has nothing else for it to run; a
-		// finite wait lets the runtime preempt it now and then.
-		n, _, errno := syscall.RawSyscall6(syscall.SYS_EPOLL_PWAIT, uintptr(u.epfd), uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)), 100, 0, 0)
-		if errno == syscall.EINTR {
+		// The wait goes through Go's scheduler (syscall.EpollWait enters
+		// and leaves the system call properly): a raw wait never reaches a
+		// preemption point, so a stop-the-world (GC) waited on this loop
+		// and stalled the whole process (CI, GOMAXPROCS=1: 88 s).
+		n, err := syscall.EpollWait(u.epfd, events, -1)
+		if err == syscall.EINTR {
 			continue
 		}
-		if errno != 0 {
-			return errno
+		if err != nil {
+			return err
 		}
 		for _, ev := range events[:n] {
 			switch fd := int(ev.Fd); fd {

@@ -2,8 +2,11 @@ package bench
 
 import (
 	"bufio"
+	"context"
 	"io"
 	"net"
+	"os"
+	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
@@ -129,5 +132,36 @@ func TestRawUpstreamOneThread(t *testing.T) {
 	}
 	if n := runtime.NumGoroutine() - before; n > 0 {
 		t.Errorf("%d more goroutines with 32 connections open, want none", n)
+	}
+}
+
+// TestRawUpstreamLetsTheWorldStop: the loop's idle wait must let the
+// runtime stop the world; with one P, five GCs (each stops every
+// goroutine) end promptly while the upstream idles. A wait that bypasses
+// Go's scheduler never reaches a preemption point and stalls the world, and
+// with it the whole bench process, for as long as the upstream runs (CI saw
+// 88 s). A stalled world cannot run a watchdog, so the check runs in a
+// child process that the parent kills after 20 s.
+func TestRawUpstreamLetsTheWorldStop(t *testing.T) {
+	if os.Getenv("PROBEGATE_RAW_STW_CHILD") == "1" {
+		runtime.GOMAXPROCS(1)
+		startRawUpstream(t)
+		time.Sleep(10 * time.Millisecond) // the loop is now waiting
+		for range 5 {
+			runtime.GC()
+		}
+		return
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestRawUpstreamLetsTheWorldStop$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "PROBEGATE_RAW_STW_CHILD=1")
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("5 GCs with the raw upstream idle on one P did not end in %v: the loop stalls the world", time.Since(start).Round(time.Second))
+	}
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
 	}
 }
