@@ -78,7 +78,7 @@ func streamCompletion(ctx context.Context, c *http.Client, base string, r *Req, 
 		StreamOptions: streamOptions{IncludeUsage: true}})
 	x := exchanges.Get().(*Exchange)
 	defer exchanges.Put(x)
-	Post(ctx, c, base+"/v1/completions", body, true, x)
+	postID(ctx, c, base+"/v1/completions", body, true, r.ID, x)
 	o.record(x)
 }
 

@@ -25,6 +25,12 @@ type Setup struct {
 	// counters added to the server's /metrics (Server.SetHistory), as a
 	// long-lived pod's. Empty: fresh servers, counters at 0.
 	History []vllmsim.HistoryRequest
+	// Records, when set, records where every request went and what the
+	// fleet and its replica looked like then (RunResult.Records): each
+	// request carries an X-Request-Id, and each server's SetOnArrival
+	// hook snapshots the fleet. A diagnostic (-records): it reads every
+	// server's state and the replica's backends on each arrival.
+	Records bool
 }
 
 // RunResult is everything measured in one run of one strategy.
@@ -47,6 +53,8 @@ type RunResult struct {
 	// PodSpeedRatios is SpeedRatios for the pod-reported time per prefill
 	// token (probe.State.PodNsPerToken, route.load.pod_speed).
 	PodSpeedRatios []float64
+	// Records are the run's ArrivalRecords when Setup.Records was set.
+	Records []ArrivalRecord
 }
 
 // RunOne starts a fresh fleet and fresh proxies for strategy, replays reqs
@@ -88,6 +96,14 @@ func RunOne(ctx context.Context, su Setup, strategy string, reqs []Req, perReq t
 	}
 	c := NewHTTPClient()
 	defer c.CloseIdleConnections()
+	var arr *arrivals
+	if su.Records {
+		arr = newArrivals(strategy, reqs, proxies, fleet.URLs(), fleet.Addrs())
+		reqs = arr.reqs
+		for i, s := range servers {
+			s.SetOnArrival(arr.hook(servers, i))
+		}
+	}
 
 	// Sample each server's true queue to time-average it.
 	sctx, stop := context.WithCancel(ctx)
@@ -131,6 +147,12 @@ func RunOne(ctx context.Context, su Setup, strategy string, reqs []Req, perReq t
 	sw.Wait()
 
 	rr := &RunResult{Strategy: strategy, Outcomes: outs, Wall: wall, SpeedRatios: ratios, PodSpeedRatios: podRatios}
+	if arr != nil {
+		for _, s := range servers {
+			s.SetOnArrival(nil)
+		}
+		rr.Records = arr.finish(outs)
+	}
 	for _, p := range proxies {
 		ps, err := ReadProxyStats(p.P.Gatherer())
 		if err != nil {

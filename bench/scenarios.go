@@ -30,9 +30,13 @@ type Options struct {
 	// served before each run (Setup.History): long-lived pods whose
 	// /metrics counters already hold them. 0: fresh servers.
 	PodHistory int
-	Progress   io.Writer // progress bar (nil: none)
-	Log        io.Writer // human-readable log lines (nil: none)
-	NoPlots    bool
+	// Records, when set, is a directory that receives every load run's
+	// ArrivalRecords (Setup.Records) as RecordsName(...).jsonl: where each
+	// request went and what the fleet and its replica looked like then.
+	Records  string
+	Progress io.Writer // progress bar (nil: none)
+	Log      io.Writer // human-readable log lines (nil: none)
+	NoPlots  bool
 	// Burstiness is the gamma shape of arrival gaps (1 or 0: Poisson; < 1:
 	// burstier), as `vllm bench serve --burstiness`.
 	Burstiness float64
@@ -507,10 +511,20 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 					su := v.setup
 					su.Sim.Seed = seed * 1000
 					su.History = v.history(seed, o.PodHistory)
+					su.Records = o.Records != ""
 					rr, err := RunOne(ctx, su, s, reqs, 60*time.Second, prog.Tick)
 					prog.End()
 					if err != nil {
 						return res, fmt.Errorf("%s/%s: %w", v.name, s, err)
+					}
+					if su.Records {
+						for i := range rr.Records {
+							rr.Records[i].Strategy, rr.Records[i].Seed = s, seed
+						}
+						if err := WriteRecords(o.Records, RecordsName(v.name, s, seed), rr.Records); err != nil {
+							return res, fmt.Errorf("%s/%s: records: %w", v.name, s, err)
+						}
+						rr.Records = nil
 					}
 					runs[s] = append(runs[s], rr)
 				}

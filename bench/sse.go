@@ -76,6 +76,11 @@ const errorBodyMax = 512
 // allocates only to grow Frames, so it stays cheap next to what it
 // measures.
 func Post(ctx context.Context, c *http.Client, url string, body []byte, stream bool, x *Exchange) {
+	postID(ctx, c, url, body, stream, "", x)
+}
+
+// postID is Post with an X-Request-Id header when id is not empty.
+func postID(ctx context.Context, c *http.Client, url string, body []byte, stream bool, id string, x *Exchange) {
 	*x = Exchange{Frames: x.Frames[:0]}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
@@ -83,6 +88,9 @@ func Post(ctx context.Context, c *http.Client, url string, body []byte, stream b
 		return
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if id != "" {
+		req.Header.Set("X-Request-Id", id)
+	}
 	x.Start = time.Now()
 	resp, err := c.Do(req)
 	if err != nil {

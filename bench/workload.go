@@ -21,6 +21,8 @@ type Req struct {
 	Direct       int // >= 0: sent straight to server Direct, bypassing the proxies
 	Replica      int // which proxy replica receives it
 	Step         int // ramp step (0 elsewhere)
+	// ID, when set, is sent as the request's X-Request-Id (Setup.Records).
+	ID string
 }
 
 // Workload describes how requests are drawn.

@@ -168,6 +168,11 @@ type Snapshot struct {
 	// ViewNs is the replica's learned ns per prefill token for the pod;
 	// ViewPodNs the pod-reported one (probe.View.PodNsPerToken).
 	ViewNs, ViewPodNs float64
+	// ViewSamples is the replica's own speed samples of the pod
+	// (probe.View.SpeedSamples); ViewSeeded tells that the pod-reported
+	// speed was seeded from the pod's lifetime counters.
+	ViewSamples int
+	ViewSeeded  bool
 	// ViewPrefill is the prompt tokens the replica counts as pending at
 	// the pod (probe.View.PrefillTokens: its own requests', and with
 	// _sharetokens every replica's).
@@ -199,5 +204,6 @@ func (s *sim) snapshot(r *request) {
 		sn.Whatif = p.whatif(s.now, r.job.Prompt.Tokens-sn.Cached, max(r.job.MaxTokens, 1))
 		v := rep.backends[i].State().View(now, 2*time.Second)
 		sn.ViewQueue, sn.ViewNs, sn.ViewPodNs, sn.ViewPrefill = v.Queue, v.NsPerToken, v.PodNsPerToken, v.PrefillTokens
+		sn.ViewSamples, sn.ViewSeeded = v.SpeedSamples, v.PodSeeded
 	}
 }

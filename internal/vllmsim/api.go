@@ -251,6 +251,9 @@ func (g *generation) completion(w http.ResponseWriter, r *http.Request, chat boo
 	g.publish()
 	g.mu.Unlock()
 	g.kick()
+	if f := g.s.onArrival.Load(); f != nil {
+		(*f)(r.Header.Get("X-Request-Id"))
+	}
 
 	id := r.Header.Get("X-Request-Id")
 	if id == "" {

@@ -22,6 +22,8 @@ import (
 type Server struct {
 	cfg    Config
 	faults atomic.Pointer[Faults]
+	// onArrival is SetOnArrival's callback; nil: none.
+	onArrival atomic.Pointer[func(requestID string)]
 
 	mu   sync.Mutex // serializes Start, Close, Restart; guards addr
 	addr string

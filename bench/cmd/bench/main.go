@@ -42,6 +42,7 @@ func main() {
 	pin := fs.Bool("pin", false, "overhead: run the load generators (wrk, vegeta, the Go generator) on the first CPU and each target with its upstreams on the others, the same for every target (Linux; needs 2 CPUs)")
 	repeat := fs.Int("repeat", 1, "overhead: measure every target this many rounds, interleaved (each round measures all targets in turn, the order reversed every other round) and report per target the median and min..max of the rounds; the goals use the medians")
 	podHistory := fs.Int("pod-history", 0, "long-lived servers: before each run every server serves its share (by speed) of this many earlier runs of the same traffic, in a private engine, and its /metrics counters start with them (0: fresh servers, counters at 0)")
+	records := fs.String("records", "", "diagnostic: write one JSON line per request of every load run to DIR/<entry>_<strategy>_s<seed>.jsonl: the replica, the pod it reached, its TTFT and, at its arrival, every pod's true running/waiting and the replica's view of it (queue, pending prefill, learned and pod-reported ns per token, the ns route.load scores it with); compare with ttftwhy -records")
 	noProgress := fs.Bool("no-progress", false, "no progress bar on stderr")
 	_ = fs.Parse(os.Args[1:])
 
@@ -50,7 +51,7 @@ func main() {
 	o := bench.Options{Scenario: *scenario, Quick: *quick, Out: *out, Seed: *seed, Seeds: *seeds,
 		Duration: *dur, Servers: *servers, Burstiness: *burst, Progress: os.Stderr, Log: os.Stderr,
 		Sizes: *sizes, TraceFile: *trace, TraceOffset: *traceOffset, TraceSpeed: *traceSpeed, TraceLoad: *traceLoad,
-		ProfileDir: *profile, Pin: *pin, Repeat: *repeat, PodHistory: *podHistory}
+		ProfileDir: *profile, Pin: *pin, Repeat: *repeat, PodHistory: *podHistory, Records: *records}
 	if *variants != "" {
 		o.Variants = strings.Split(*variants, ",")
 	}

@@ -48,6 +48,7 @@ func main() {
 	jitterP := flag.Float64("speed-jitter-p", 0, "fleetsim Params.SpeedJitterP: share of first bytes observed late")
 	hist := flag.Int("pod-history", 0, "long-lived pods: each pod's counters start with its share of this many earlier windows of the workload (fleetsim Config.History; 0: fresh pods, counters at 0)")
 	lockstep := flag.Bool("lockstep", false, "start every replica's scrape loops at time 0, as the live bench starts its proxies (fleetsim Config.Lockstep; default: a seeded phase)")
+	records := flag.String("records", "", "write one JSON line per measured request to DIR/<entry>_<strategy>_s<seed>.jsonl, in the schema of the live bench's -records (bench.ArrivalRecord; entry trace_hetero_r<R> or <workload>_r<R>), to compare one seed's decisions live and simulated")
 	histRR := flag.Bool("pod-history-rr", false, "deal the history round robin over the pods (default: in proportion to their speed)")
 	flag.Parse()
 	params := fleetsim.LoopbackParams()
@@ -112,6 +113,15 @@ func main() {
 				m, err := fleetsim.Run(cfg)
 				if err != nil {
 					fail(fmt.Errorf("%s seed %d: %w", st, k, err))
+				}
+				if *records != "" {
+					entry := fmt.Sprintf("%s_r%d", *sizes, r)
+					if *sizes == "trace" && *slow > 1 {
+						entry = fmt.Sprintf("trace_hetero_r%d", r)
+					}
+					if err := writeRecords(*records, entry, st, int64(k), sr); err != nil {
+						fail(err)
+					}
 				}
 				scrapes += m.PodScrapesPerS
 				probes += m.PodProbesPerS

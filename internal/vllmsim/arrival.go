@@ -1,0 +1,16 @@
+package vllmsim
+
+// SetOnArrival makes the server call f with a completion request's
+// X-Request-Id header ("" when it has none) right after the request joined
+// the engine's queue, on the request's handler goroutine, before the first
+// response byte: a benchmark's per-request record of where each request
+// went and what the fleet looked like then. nil (the default) turns it
+// off. f must not block: the request waits for it. It holds across
+// restarts.
+func (s *Server) SetOnArrival(f func(requestID string)) {
+	if f == nil {
+		s.onArrival.Store(nil)
+		return
+	}
+	s.onArrival.Store(&f)
+}
