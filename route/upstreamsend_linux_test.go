@@ -92,17 +92,35 @@ func TestHeldRequestReadsOnlyItsAnswer(t *testing.T) {
 	}
 }
 
+// lengthEcho answers each request on c with "ok:" and the request, once
+// it has read the whole request, whose length comes from sizes: however
+// TCP splits or joins the writes, one request gets one answer.
+func lengthEcho(c net.Conn, sizes <-chan int) {
+	for n := range sizes {
+		buf := make([]byte, n)
+		if _, err := io.ReadFull(c, buf); err != nil {
+			return
+		}
+		if _, err := c.Write(append([]byte("ok:"), buf...)); err != nil {
+			return
+		}
+	}
+}
+
 // TestHeldRequestLongerThanOneWrite: a request that arrives in several
 // writes goes out whole and in order, after the check, and so does one
 // too large to hold.
 func TestHeldRequestLongerThanOneWrite(t *testing.T) {
 	c, s := tcpPair(t)
-	go slowEcho(s, time.Millisecond)
+	sizes := make(chan int, 1)
+	defer close(sizes)
+	go lengthEcho(s, sizes)
 	g := newGuardedConn(c, func() (net.Conn, error) { return nil, errors.New("no redial expected") })
 	_ = g.SetReadDeadline(time.Now().Add(5 * time.Second))
 	big := bytes.Repeat([]byte("b"), maxHeldRequest+1)
 	for _, parts := range [][]string{{"one"}, {"a1", "b2", "c3"}, {string(big)}, {"x", string(big), "y"}} {
 		want := "ok:" + strings.Join(parts, "")
+		sizes <- len(want) - len("ok:")
 		for _, p := range parts {
 			if n, err := g.Write([]byte(p)); n != len(p) || err != nil {
 				t.Fatalf("write: %d %v", n, err)
