@@ -36,9 +36,19 @@ func TestProbePolicySeesHTTPSBackendsLoad(t *testing.T) {
 	cfg.Route.Policy = "probe"
 	tp := startProxy(t, cfg)
 	// The first answers may miss probe.deadline (a TLS handshake under
-	// -race): routing waits for nobody, so measure once both were read.
+	// -race): routing waits for nobody, so measure once the proxy holds
+	// both backends' reports. A GET the upstream counted is not enough:
+	// under load its answer can land after the next pick, which then sees
+	// the busy backend as unknown (a tie with the idle one).
 	complete(t, tp.url("/v1/completions"), "m", 4, false)
-	waitUntil(t, 5*time.Second, func() bool { return busyGets.Load() > 0 && idleGets.Load() > 0 }, "GET /metrics over TLS on both backends")
+	waitUntil(t, 5*time.Second, func() bool {
+		for _, b := range tp.Pool().Backends() {
+			if l := b.state.Latest(); l == nil || l.Waiting < 0 {
+				return false
+			}
+		}
+		return busyGets.Load() > 0 && idleGets.Load() > 0
+	}, "both backends' load read over TLS")
 	busyServed.Store(0)
 	idleServed.Store(0)
 	for range 20 {
