@@ -52,6 +52,7 @@ func TestShutdownEndsStreamsOpenedWhileItRuns(t *testing.T) {
 		var (
 			wg      sync.WaitGroup
 			opened  atomic.Int64
+			heads   atomic.Int64 // streams whose answer began
 			stop    = make(chan struct{})
 			errs    = make(chan error, 64)
 			clients = 12
@@ -64,7 +65,7 @@ func TestShutdownEndsStreamsOpenedWhileItRuns(t *testing.T) {
 						return
 					default:
 					}
-					ok, err := streamUntilClosed(tp.addr, c%2 == 0)
+					ok, err := streamUntilClosed(tp.addr, c%2 == 0, &heads)
 					if err != nil {
 						errs <- err
 						return
@@ -76,7 +77,11 @@ func TestShutdownEndsStreamsOpenedWhileItRuns(t *testing.T) {
 				}
 			})
 		}
-		time.Sleep(time.Duration(50+round*40) * time.Millisecond)
+		// Shutdown comes a round-dependent moment after the first stream
+		// was answered, whenever that is on a loaded machine: before it,
+		// there would be nothing to end.
+		ftPoll(t, 10*time.Second, "a stream answered", func() bool { return heads.Load() > 0 })
+		time.Sleep(time.Duration(10+round*40) * time.Millisecond)
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		start := time.Now()
 		_ = tp.Shutdown(ctx)
@@ -106,8 +111,8 @@ func TestShutdownEndsStreamsOpenedWhileItRuns(t *testing.T) {
 // ends by itself; its connection then waits for a next request, which never
 // comes, until Shutdown closes it. ok is false when the proxy refused the
 // connection or closed it before answering; err when the connection stayed
-// open past any Shutdown.
-func streamUntilClosed(addr string, short bool) (ok bool, err error) {
+// open past any Shutdown. heads counts answers that began.
+func streamUntilClosed(addr string, short bool, heads *atomic.Int64) (ok bool, err error) {
 	conn, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
 		return false, nil
@@ -130,6 +135,7 @@ func streamUntilClosed(addr string, short bool) (ok bool, err error) {
 		}
 		return false, nil
 	}
+	heads.Add(1)
 	_, err = io.Copy(io.Discard, br)
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		return true, fmt.Errorf("a stream's connection (short=%v) stayed open 5s: Shutdown missed it", short)
