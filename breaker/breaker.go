@@ -297,7 +297,9 @@ func (b *Breaker) Config() config.Breaker { return b.cfg }
 // Ticket is an admitted request's claim on its breaker, returned by Allow:
 // a small value (no allocation) to be kept until the request ends and then
 // passed its Outcome with Done. The zero Ticket belongs to no breaker; its
-// Done does nothing.
+// Done does nothing. Tickets compare equal (==) when they were admitted in
+// the same state of the same breaker, and such tickets are interchangeable:
+// n of them may be decided by n calls of one's Done.
 type Ticket struct{ w *window }
 
 // Allow asks to send one request to the backend. If the breaker admits it,

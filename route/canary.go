@@ -46,7 +46,11 @@ import (
 // client's error does not wait for it. Nothing of this is on the path of
 // a request that is not answered 5xx; it takes no lock (a round is claimed
 // by compare-and-swap, and the 5xx answers left to a round's verdict are
-// pushed on a lock-free list the round seals when it ends).
+// counted on a lock-free list the round seals when it ends). That list
+// holds one entry per breaker state (Ticket equality), not per 5xx: a
+// flood of 5xx answers during a slow canary (one pod, retries 0, or no
+// other backend eligible) costs one entry while the breaker stays closed,
+// not one per answer for up to first_byte_timeout.
 type canary struct {
 	okUntil  atomic.Int64 // p.now() Unix ns until which the backend passed its last canary
 	badUntil atomic.Int64 // ... failed it
@@ -60,18 +64,39 @@ type canary struct {
 type canaryRound struct {
 	done    chan struct{}
 	ok      bool
-	pending atomic.Pointer[pendingTicket]
+	pending atomic.Pointer[pendingTickets]
 }
 
-// pendingTicket is a 5xx answer's breaker claim left to a round's verdict.
-type pendingTicket struct {
+// pendingTickets counts the breaker claims of 5xx answers left to a
+// round's verdict that are equal to t (admitted in the same breaker
+// state, so interchangeable: breaker.Ticket). n is how many; the round
+// swaps in countSealed when it decides them.
+type pendingTickets struct {
 	t    breaker.Ticket
-	next *pendingTicket
+	n    atomic.Int64
+	next *pendingTickets
+}
+
+// countSealed is a pendingTickets count the round has decided: a ticket
+// can no longer join it.
+const countSealed = -1
+
+// join adds one ticket to e's count, unless the round has decided it.
+func (e *pendingTickets) join() bool {
+	for {
+		n := e.n.Load()
+		if n == countSealed {
+			return false
+		}
+		if e.n.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
 }
 
 // roundSealed marks a round's pending list once the round decided it: a
 // ticket that finds it is decided by its own caller.
-var roundSealed = new(pendingTicket)
+var roundSealed = new(pendingTickets)
 
 // canaryWait bounds how long a 5xx answer waits for its canary's verdict
 // before it goes to the client (first_byte_timeout when shorter). The
@@ -156,24 +181,38 @@ func (p *Proxy) runCanary(snd sender, b *Backend, r *canaryRound, timeout time.D
 	}
 	c.round.Store(nil)
 	close(r.done)
-	for n := r.pending.Swap(roundSealed); n != nil; n = n.next {
-		n.t.Done(p.verdict(r.ok))
+	for e := r.pending.Swap(roundSealed); e != nil; e = e.next {
+		for n := e.n.Swap(countSealed); n > 0; n-- {
+			e.t.Done(p.verdict(r.ok))
+		}
 	}
 	p.log.Debug().Str("backend", b.addr).Bool("healthy", r.ok).Msg("a 5xx answer judged by a canary request")
 }
 
-// leave puts ticket on r's pending list, for r to decide; when r has
-// already sealed it, the ticket is decided here.
+// leave counts ticket on r's pending list, for r to decide: in the entry
+// of its equals when there is one, else in a new entry; when r has already
+// sealed the list, the ticket is decided here.
 func (r *canaryRound) leave(p *Proxy, ticket breaker.Ticket) {
-	n := &pendingTicket{t: ticket}
+	var mine *pendingTickets
 	for {
 		head := r.pending.Load()
 		if head == roundSealed {
 			ticket.Done(p.verdict(r.ok)) // r.ok was written before the seal
 			return
 		}
-		n.next = head
-		if r.pending.CompareAndSwap(head, n) {
+		for e := head; e != nil; e = e.next {
+			// A sealed entry means the list was swapped out: the next
+			// load finds roundSealed.
+			if e.t == ticket && e.join() {
+				return
+			}
+		}
+		if mine == nil {
+			mine = &pendingTickets{t: ticket}
+			mine.n.Store(1)
+		}
+		mine.next = head
+		if r.pending.CompareAndSwap(head, mine) {
 			return
 		}
 	}

@@ -147,3 +147,101 @@ func TestCanaryWaitIsBounded(t *testing.T) {
 		})
 	})
 }
+
+// pendingEntries returns the entries of b's canary round's pending list and
+// the tickets they count.
+func pendingEntries(b *Backend) (entries int, tickets int64) {
+	r := b.canary.round.Load()
+	if r == nil {
+		return 0, 0
+	}
+	for e := r.pending.Load(); e != nil && e != roundSealed; e = e.next {
+		entries++
+		tickets += e.n.Load()
+	}
+	return entries, tickets
+}
+
+// A flood of 5xx answers during a slow canary (one pod, nothing to re-send
+// to) leaves one pending entry per breaker state, not one per answer held
+// until first_byte_timeout; the verdict still decides every one of them.
+func TestCanaryPendingListIsBounded(t *testing.T) {
+	const flood = 2000
+	t.Run("healthy but busy pod: every 5xx excused", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			f := &slowCanary{delay: 30 * time.Second, status: 200}
+			p, b, rt := canaryRig(f)
+			judge(p, b, rt, flood)
+			if e, n := pendingEntries(b); e != 1 || n != flood {
+				t.Errorf("%d pending entries counting %d tickets after %d late 5xx, want 1 counting all", e, n, flood)
+			}
+			time.Sleep(f.delay)
+			synctest.Wait()
+			if got := healthyExcuses(p); got != flood {
+				t.Fatalf("excused{healthy} = %v after the canary answered, want %d", got, flood)
+			}
+			if st := b.brk.State(); st != breaker.Closed {
+				t.Fatalf("breaker %v after a busy pod answered its canary", st)
+			}
+		})
+	})
+	t.Run("hung engine: the held 5xx open the breaker at the verdict", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			f := &slowCanary{delay: time.Hour, status: 200}
+			p, b, rt := canaryRig(f)
+			judge(p, b, rt, flood)
+			if e, n := pendingEntries(b); e != 1 || n != flood {
+				t.Errorf("%d pending entries counting %d tickets after %d late 5xx, want 1 counting all", e, n, flood)
+			}
+			time.Sleep(rt.firstByte)
+			synctest.Wait()
+			if st := b.brk.State(); st != breaker.Open {
+				t.Fatalf("breaker %v once the hung engine's canary timed out, want open", st)
+			}
+			if got := healthyExcuses(p); got != 0 {
+				t.Fatalf("excused{healthy} = %v for a hung engine", got)
+			}
+		})
+	})
+	t.Run("5xx leaving as the verdict comes: each decided once", func(t *testing.T) {
+		for range 20 {
+			synctest.Test(t, func(t *testing.T) {
+				// The canary answers at the instant the 5xx answers stop
+				// waiting: leave races the round's seal.
+				f := &slowCanary{delay: canaryWait, status: 200}
+				p, b, rt := canaryRig(f)
+				judge(p, b, rt, 200)
+				synctest.Wait()
+				if got := healthyExcuses(p); got != 200 {
+					t.Fatalf("excused{healthy} = %v, want each of 200 5xx once", got)
+				}
+			})
+		}
+	})
+	t.Run("half-open trial left to the verdict is freed", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			f := &slowCanary{delay: 30 * time.Second, status: 200}
+			p := &Proxy{log: zerolog.Nop(), now: time.Now, fetcher: f}
+			p.metrics, _ = newMetrics(prometheus.NewRegistry(), p)
+			b := &Backend{addr: "pod:8000", brk: breaker.New("pod:8000", config.Breaker{ConsecutiveFailures: 1, OpenFor: config.Duration(time.Second), HalfOpenRequests: 1}, nil, nil)}
+			rt := &settings{firstByte: 60 * time.Second}
+			tk, _ := b.brk.Allow()
+			tk.Done(breaker.Failure) // open
+			time.Sleep(2 * time.Second)
+			judge(p, b, rt, 1) // the half-open trial answers 5xx
+			if e, n := pendingEntries(b); e != 1 || n != 1 {
+				t.Fatalf("%d pending entries counting %d tickets, want the trial", e, n)
+			}
+			if _, err := b.brk.Allow(); err == nil {
+				t.Fatal("a second trial admitted while the first waits for its verdict")
+			}
+			time.Sleep(f.delay)
+			synctest.Wait()
+			tk, err := b.brk.Allow()
+			if err != nil {
+				t.Fatalf("trial slot still taken after the canary excused the trial's 5xx: %v", err)
+			}
+			tk.Done(breaker.Ignore)
+		})
+	})
+}
