@@ -26,12 +26,13 @@ type Backend struct {
 	prefix *prefixTable
 
 	// Lock-free.
-	codeCounters sync.Map // int status -> prometheus.Counter of requests_total
-	lora         loraMemory
-	draining     atomic.Bool            // removed from the pool; finishing in-flight requests
-	closed       atomic.Bool            // its HostClient's idle connections were closed
-	origin       atomic.Pointer[string] // the discovery source that named it
-	canary       canary                 // judges its 5xx answers (canary.go)
+	codeCounters   sync.Map // int status -> prometheus.Counter of requests_total
+	resentCounters sync.Map // int status -> prometheus.Counter of resent_server_errors_total
+	lora           loraMemory
+	draining       atomic.Bool            // removed from the pool; finishing in-flight requests
+	closed         atomic.Bool            // its HostClient's idle connections were closed
+	origin         atomic.Pointer[string] // the discovery source that named it
+	canary         canary                 // judges its 5xx answers (canary.go)
 }
 
 // Origin returns where the backend was found: "static", "dns:NAME" or a

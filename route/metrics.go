@@ -27,6 +27,7 @@ type Metrics struct {
 	scrapesVec      *prometheus.CounterVec
 	scrapeIntervalV *prometheus.GaugeVec
 	retriesVec      *prometheus.CounterVec
+	resentVec       *prometheus.CounterVec                   // 5xx answers re-sent for a second opinion, by backend and code
 	retries         [retryServerError + 1]prometheus.Counter // by retryReason
 	shed            prometheus.Counter
 	// progressScrapes counts the progress watch's answered scrapes
@@ -101,6 +102,10 @@ func newMetrics(reg prometheus.Registerer, p *Proxy) (*Metrics, error) {
 			Name: "probegate_retries_total",
 			Help: "Attempts re-picked before any response byte reached the client, by reason of the failed attempt: connect (dial failed), reset (connection closed or reset before the first response byte, e.g. a stale keep-alive connection to a restarted pod), breaker (breaker refused), after_head (connection closed or reset after the response head, before any body byte reached the client).",
 		}, []string{"reason"}),
+		resentVec: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "probegate_resent_server_errors_total",
+			Help: "5xx answers that did not reach the client because the request was re-sent to another backend for a second opinion (upstream.retries under upstream.retry_on_reset), by the backend that answered and its status: the per-backend side of retries_total{reason=\"server_error\"}, which counts the re-picks. Whether each counted against that backend's breaker follows from the other backend's answer (breaker_excused_total{reason=\"also_failed\"} when it failed too).",
+		}, []string{"backend", "code"}),
 		shed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "probegate_shed_total",
 			Help: "Requests answered 429 because every candidate was saturated (route.saturation.shed).",
@@ -144,7 +149,7 @@ func newMetrics(reg prometheus.Registerer, p *Proxy) (*Metrics, error) {
 	}
 	for _, c := range []prometheus.Collector{
 		m.requestsVec, m.duration, m.firstByte, m.probesVec, m.probeDuration,
-		m.decisionsVec, m.stateAge, m.decideTime, m.scrapesVec, m.scrapeIntervalV, m.retriesVec, m.shed,
+		m.decisionsVec, m.stateAge, m.decideTime, m.scrapesVec, m.scrapeIntervalV, m.retriesVec, m.resentVec, m.shed,
 		m.progressScrapes, m.excusedVec, m.poison,
 		&poolCollector{p: p},
 	} {
@@ -180,6 +185,18 @@ func (m *Metrics) requests(b *Backend, code int) {
 	}
 	c := m.requestsVec.WithLabelValues(b.addr, m.codeName(code))
 	b.codeCounters.Store(code, c)
+	c.Inc()
+}
+
+// resent counts a 5xx answer from b that was re-sent for a second opinion
+// instead of reaching the client; cached on b as requests' counters are.
+func (m *Metrics) resent(b *Backend, code int) {
+	if c, ok := b.resentCounters.Load(code); ok {
+		c.(prometheus.Counter).Inc()
+		return
+	}
+	c := m.resentVec.WithLabelValues(b.addr, m.codeName(code))
+	b.resentCounters.Store(code, c)
 	c.Inc()
 }
 
@@ -258,6 +275,7 @@ func (m *Metrics) forget(addr string) {
 	m.gone[addr] = now
 	l := prometheus.Labels{"backend": addr}
 	m.requestsVec.DeletePartialMatch(l)
+	m.resentVec.DeletePartialMatch(l)
 	m.scrapesVec.DeletePartialMatch(l)
 	m.scrapeIntervalV.DeletePartialMatch(l)
 	m.goneMu.Unlock()

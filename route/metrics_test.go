@@ -2,11 +2,14 @@ package route
 
 import (
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/probegate/probegate/internal/config"
 	"github.com/probegate/probegate/internal/testutil"
@@ -111,4 +114,47 @@ func BenchmarkRefusalCount(b *testing.B) {
 			p.metrics.requests(nil, 503)
 		}
 	})
+}
+
+// A removed backend's resent_server_errors_total series go with its other
+// per-backend series (forget): pod churn does not grow /metrics.
+func TestResentServerErrorsForgottenWithTheBackend(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := newMetrics(reg, &Proxy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone, kept := &Backend{addr: "10.0.0.1:8000"}, &Backend{addr: "10.0.0.2:8000"}
+	m.resent(gone, 500)
+	m.resent(gone, 500)
+	m.resent(gone, 503)
+	m.resent(kept, 502)
+	series := func() map[string]float64 {
+		out := map[string]float64{}
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() != "probegate_resent_server_errors_total" {
+				continue
+			}
+			for _, s := range mf.GetMetric() {
+				var key []string
+				for _, lp := range s.GetLabel() {
+					key = append(key, lp.GetValue())
+				}
+				out[strings.Join(key, " ")] = s.GetCounter().GetValue()
+			}
+		}
+		return out
+	}
+	want := map[string]float64{"10.0.0.1:8000 500": 2, "10.0.0.1:8000 503": 1, "10.0.0.2:8000 502": 1}
+	if got := series(); !maps.Equal(got, want) {
+		t.Fatalf("series %v, want %v", got, want)
+	}
+	m.forget(gone.addr)
+	if got := series(); !maps.Equal(got, map[string]float64{"10.0.0.2:8000 502": 1}) {
+		t.Fatalf("series after the backend was forgotten: %v", got)
+	}
 }

@@ -113,6 +113,7 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 			// Re-sent to another backend, whose answer decides the
 			// ticket (second_opinion.go).
 			rc.suspect, rc.suspectTicket = b, ticket
+			p.metrics.resent(b, status)
 			p.abandon(b, resp, breaker.Ticket{}, &work, breaker.Ignore)
 			return failure{kind: failServerError}, errors.Join(ErrUpstream, errServerError)
 		}

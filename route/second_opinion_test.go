@@ -69,6 +69,13 @@ func TestPodFailingBodiesOthersServeIsEjected(t *testing.T) {
 	if got := tp.counter(t, "probegate_retries_total", map[string]string{"reason": "server_error"}); int(got) != cfg.Breaker.ConsecutiveFailures {
 		t.Errorf("retries_total{server_error} = %v, want %d", got, cfg.Breaker.ConsecutiveFailures)
 	}
+	// An operator sees which pod's 5xx answers were re-sent.
+	if got := tp.counter(t, "probegate_resent_server_errors_total", map[string]string{"backend": bu.Listener.Addr().String(), "code": "500"}); int(got) != cfg.Breaker.ConsecutiveFailures {
+		t.Errorf("resent_server_errors_total{broken pod, 500} = %v, want %d", got, cfg.Breaker.ConsecutiveFailures)
+	}
+	if got := tp.counter(t, "probegate_resent_server_errors_total", map[string]string{"backend": hu.Listener.Addr().String()}); got != 0 {
+		t.Errorf("resent_server_errors_total{healthy pod} = %v, want 0", got)
+	}
 }
 
 // The half-open trial of such a pod is decided the same way: its 500,
@@ -153,6 +160,12 @@ func TestPoisonBodiesFailingEverywhereEjectNoPod(t *testing.T) {
 			}
 			if other == 500 && int(resent) != 3*n {
 				t.Errorf("retries_total{server_error} = %v, want one per poison request (%d)", resent, 3*n)
+			}
+			// Per backend: the 5xx of whichever pod answered first.
+			ra := tp.counter(t, "probegate_resent_server_errors_total", map[string]string{"backend": au.Listener.Addr().String(), "code": "500"})
+			rb := tp.counter(t, "probegate_resent_server_errors_total", map[string]string{"backend": bu.Listener.Addr().String(), "code": "500"})
+			if ra+rb != resent || (other == 400 && rb != 0) {
+				t.Errorf("resent_server_errors_total{500}: pod a %v, pod b %v; want them to sum to retries_total{server_error} (%v), b's 400s never re-sent", ra, rb, resent)
 			}
 		})
 	}
