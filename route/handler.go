@@ -89,12 +89,17 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	msg, fields := scanFields(ctx.Request.Header.RawHeaders())
+	if msg == "" && fields&fConnection != 0 && tooManyConnectionOptions(&ctx.Request.Header) {
+		msg = msgConnOptions // stripping them would cost a pass each
+	}
 	if msg != "" {
 		// Content-Length and Transfer-Encoding together, or a coding
 		// other than chunked, are the shapes of request smuggling (RFC
 		// 9112 section 6.3), and a field name with a space is no HTTP:
 		// refuse, and close the connection since its framing cannot be
-		// trusted.
+		// trusted. Connection fields listing more than
+		// maxConnectionOptions options are refused alike: stripping
+		// each would cost a pass over the fields.
 		writeError(ctx, fasthttp.StatusBadRequest, msg)
 		closeAfterRefusal(ctx)
 		p.metrics.requests(nil, fasthttp.StatusBadRequest)

@@ -102,6 +102,46 @@ const (
 	msgNameSpace       = "request header name contains a space"
 )
 
+// msgConnOptions refuses a request whose Connection fields list more than
+// maxConnectionOptions options.
+var msgConnOptions = "request Connection header lists more than " + strconv.Itoa(maxConnectionOptions) + " options"
+
+// maxConnectionOptions bounds the options a message's Connection fields
+// list, all fields together (RFC 9110 section 7.6.1 sets no bound). Each
+// option names a field stripHop deletes with a pass over every field of
+// the message, so the cost of stripping is options times fields: a
+// 64 KiB request listing 16,000 options beside 8,000 fields cost about
+// half a second of CPU (quadratic), where one request costs tens of
+// microseconds. Clients send one or two ("keep-alive", "Upgrade,
+// HTTP2-Settings"); a request with more is refused (Handle), so stripping
+// costs at most this many passes.
+const maxConnectionOptions = 16
+
+// tooManyConnectionOptions reports whether h's Connection fields, as
+// parsed (repeated fields and folded lines included), list more than
+// maxConnectionOptions options. It reads them without deleting anything.
+func tooManyConnectionOptions[H hopHeader](h H) bool {
+	n := 0
+	for _, v := range h.PeekAll("Connection") {
+		for len(v) > 0 {
+			i := bytes.IndexByte(v, ',')
+			if i < 0 {
+				i = len(v)
+			}
+			if len(bytes.Trim(v[:i], " \t")) > 0 {
+				if n++; n > maxConnectionOptions {
+					return true
+				}
+			}
+			if i == len(v) {
+				break
+			}
+			v = v[i+1:]
+		}
+	}
+	return false
+}
+
 var (
 	strContentLength = []byte("Content-Length")
 	strChunked       = []byte("chunked")

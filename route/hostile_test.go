@@ -315,3 +315,62 @@ func TestStreamOutlivesFirstByteTimeoutAfterASplitHead(t *testing.T) {
 		t.Fatalf("status %d, body %q; want the whole stream", r.status, r.body)
 	}
 }
+
+// A request's Connection fields may name at most maxConnectionOptions
+// fields to strip (RFC 9110 section 7.6.1). Each name is deleted with a
+// pass over every field of the request, so a 64 KiB request naming 16,000
+// fields beside 8,000 others cost the proxy about half a second of CPU,
+// ten thousand times a normal request; it is refused with a 400 envelope
+// before any such pass, in whatever shape the names come (one list,
+// repeated fields, folded lines), and never reaches the backend. Up to
+// the bound, every named field is still stripped.
+func TestConnectionOptionsAreBounded(t *testing.T) {
+	be := startRawBackend(t, okResponder(""))
+	tp := startProxy(t, testConfig(be.url()))
+	names := func(n int, sep string) string {
+		s := make([]string, n)
+		for i := range s {
+			s[i] = fmt.Sprintf("x-opt-%d", i)
+		}
+		return strings.Join(s, sep)
+	}
+	const limit = maxConnectionOptions
+
+	before := len(be.requests())
+	r := rawDo(t, tp.addr, "GET /v1/models HTTP/1.1\r\nHost: x\r\nConnection: "+names(limit-1, ", ")+", X-Private\r\n"+
+		"X-Private: secret\r\nX-Opt-0: hop\r\nX-Kept: yes\r\n\r\n")
+	seen := be.requests()[before:]
+	if r.status != 200 || len(seen) != 1 {
+		t.Fatalf("%d options: status %d, backend saw %d requests; want 200 and 1", limit, r.status, len(seen))
+	}
+	if vs := headerValues(seen[0], "x-private"); len(vs) != 0 {
+		t.Errorf("a field the Connection field named reached the backend: %q", vs)
+	}
+	if vs := headerValues(seen[0], "x-opt-0"); len(vs) != 0 {
+		t.Errorf("a field the Connection field named reached the backend: %q", vs)
+	}
+	if vs := headerValues(seen[0], "x-kept"); len(vs) != 1 {
+		t.Errorf("X-Kept: %q, want it forwarded", vs)
+	}
+
+	var fields strings.Builder
+	for i := 0; i < 8000; i++ {
+		fmt.Fprintf(&fields, "f%d:\r\n", i%10)
+	}
+	for name, conn := range map[string]string{
+		"one list":        "Connection: " + names(limit+1, ",") + "\r\n",
+		"repeated fields": "Connection: " + names(limit+1, "\r\nConnection: ") + "\r\n",
+		"folded":          "Connection: x-a,\r\n " + names(limit, ",\r\n ") + "\r\n",
+		"expensive":       "Connection: " + strings.Repeat("a,", 8000) + "a\r\n" + fields.String(),
+	} {
+		before := len(be.requests())
+		start := time.Now()
+		r := rawDo(t, tp.addr, "GET /v1/models HTTP/1.1\r\nHost: x\r\n"+conn+"\r\n")
+		if r.status != 400 || !strings.Contains(r.body, `"code":400`) || !strings.Contains(r.body, "Connection") {
+			t.Errorf("%s: status %d, body %q after %v; want a 400 envelope naming Connection", name, r.status, r.body, time.Since(start))
+		}
+		if seen := be.requests()[before:]; len(seen) != 0 {
+			t.Errorf("%s: the backend saw %d requests", name, len(seen))
+		}
+	}
+}
