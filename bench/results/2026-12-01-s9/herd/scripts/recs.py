@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-# usage: recs.py DIR [DIR ...]  (files <entry>_<strategy>_s<seed>.jsonl from bench -records or ttftwhy -records)
+# usage: [SEEDS=1,2] recs.py DIR [DIR ...]  (files <entry>_<strategy>_s<seed>.jsonl[.gz] from bench -records or ttftwhy -records)
 # Per source, strategy and seed group: p99 TTFT, share of requests on the slow (last) pod by arrival
 # time, the score-ns ratio slow/others at the decisions, and what the slowest 1% looked like.
-import sys, json, glob, os, math, collections
+import sys, json, glob, os, math, collections, gzip
 def pct(xs, p):
     xs = sorted(xs)
     if not xs: return float('nan')
@@ -11,8 +11,8 @@ def pct(xs, p):
 groups = collections.defaultdict(list)
 seeds_filter = set(int(s) for s in os.environ.get('SEEDS', '').split(',') if s)
 for d in sys.argv[1:]:
-    for f in glob.glob(os.path.join(d, '*.jsonl')):
-        for line in open(f):
+    for f in glob.glob(os.path.join(d, '*.jsonl')) + glob.glob(os.path.join(d, '*.jsonl.gz')):
+        for line in (gzip.open(f, 'rt') if f.endswith('.gz') else open(f)):
             r = json.loads(line)
             if seeds_filter and r['seed'] not in seeds_filter: continue
             if r['ttft_ms'] < 0: continue
