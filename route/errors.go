@@ -47,6 +47,10 @@ var (
 	// its final answer) though the proxy forwards no Upgrade: no tunnel is
 	// opened and the client gets a 502.
 	errSwitchingProtocols = errors.New("upstream answered 1xx as final response: no tunnel is opened")
+	// errConnectionOptions: the backend's answer listed more options in
+	// its Connection fields than maxConnectionOptions, a malformed answer
+	// (502) like a head too large for the proxy's buffer.
+	errConnectionOptions = errors.New("upstream Connection header lists too many options")
 	// ErrReset means the connection failed after the request was written
 	// and before the first response byte (EOF, reset): a dead or restarted
 	// pod. It is an ErrUpstream (502) unless upstream.retry_on_reset

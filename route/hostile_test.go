@@ -374,3 +374,49 @@ func TestConnectionOptionsAreBounded(t *testing.T) {
 		}
 	}
 }
+
+// A backend's answer is held to the same bound as a request: its
+// Connection fields may name at most maxConnectionOptions fields to strip,
+// or it is a malformed answer (502, as a head too large for the proxy's
+// buffer), so a backend cannot make the proxy pass over its 4 KiB head
+// once per name (about a thousand names beside five hundred fields). Up to
+// the bound, every named field is stripped before the client sees the
+// head, and the backend's next answer is served as usual.
+func TestBackendConnectionOptionsAreBounded(t *testing.T) {
+	names := func(n int) string {
+		s := make([]string, n)
+		for i := range s {
+			s[i] = fmt.Sprintf("x-opt-%d", i)
+		}
+		return strings.Join(s, ",")
+	}
+	heads := map[string]string{
+		"/bound":     "Connection: " + names(maxConnectionOptions-1) + ", X-Private\r\nX-Private: secret\r\nX-Opt-0: hop\r\nX-Kept: yes\r\n",
+		"/over":      "Connection: " + names(maxConnectionOptions+1) + "\r\n",
+		"/repeated":  strings.Repeat("Connection: x-a\r\n", maxConnectionOptions+1),
+		"/expensive": "Connection: " + strings.Repeat("a,", 1000) + "a\r\n" + strings.Repeat("f:\r\n", 450),
+	}
+	be := startRawBackend(t, func(c net.Conn, _ int, head []byte) bool {
+		path := strings.Fields(string(head))[1]
+		_, err := c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n" + heads[path] + "\r\n{}"))
+		return err == nil
+	})
+	cfg := testConfig(be.url())
+	cfg.Breaker.ConsecutiveFailures = 100 // the answers' fault, judged alone here
+	tp := startProxy(t, cfg)
+
+	r := rawDo(t, tp.addr, "GET /bound HTTP/1.1\r\nHost: x\r\n\r\n")
+	head := strings.ToLower(r.head)
+	if r.status != 200 || r.body != "{}" || strings.Contains(head, "x-private") || strings.Contains(head, "x-opt-0") || !strings.Contains(head, "x-kept: yes") {
+		t.Errorf("%d options: status %d head %q body %q; want 200 {} with X-Kept and without the named fields", maxConnectionOptions, r.status, r.head, r.body)
+	}
+	for _, path := range []string{"/over", "/repeated", "/expensive"} {
+		r := rawDo(t, tp.addr, "GET "+path+" HTTP/1.1\r\nHost: x\r\n\r\n")
+		if r.status != 502 || !strings.Contains(r.body, `"code":502`) {
+			t.Errorf("%s: status %d body %q; want a 502 envelope", path, r.status, r.body)
+		}
+		if r := rawDo(t, tp.addr, "GET /next HTTP/1.1\r\nHost: x\r\n\r\n"); r.status != 200 || r.body != "{}" {
+			t.Errorf("after %s: the next answer %d %q, want 200 {}", path, r.status, r.body)
+		}
+	}
+}

@@ -126,6 +126,12 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 	}
 	// The fields of the upstream head the proxy strips, found in one pass.
 	fields := responseFields(&resp.Header)
+	if fields&fConnection != 0 && tooManyConnectionOptions(&resp.Header) {
+		// Stripping them would cost a pass over the head each
+		// (maxConnectionOptions): a malformed answer.
+		p.abandon(b, resp, ticket, &work, breaker.Failure)
+		return failure{}, errors.Join(ErrUpstream, errConnectionOptions)
+	}
 	if rt.orca && fields&fORCA != 0 {
 		if v := resp.Header.Peek(hdrORCA); len(v) > 0 {
 			if l, ok := probe.ParseORCA(v, headAt); ok {
