@@ -14,4 +14,7 @@ const (
 	// excuseAlsoFailed: a 5xx answer re-sent to another backend that
 	// answered 5xx too (second_opinion.go): "also_failed".
 	excuseAlsoFailed
+	// excuseOverloaded: a 503 answer with Retry-After, the backend's own
+	// word that it is overloaded, not broken (overload.go): "overloaded".
+	excuseOverloaded
 )

@@ -35,7 +35,7 @@ type Metrics struct {
 	// of, by reason (excuseReason).
 	progressScrapes prometheus.Counter
 	excusedVec      *prometheus.CounterVec
-	excused         [excuseAlsoFailed + 1]prometheus.Counter
+	excused         [excuseOverloaded + 1]prometheus.Counter
 	poison          prometheus.Counter            // requests two backends dropped in a row (poison.go)
 	probes          map[string]prometheus.Counter // by outcome, resolved once
 	decisions       [probe.SourceOracle + 1]prometheus.Counter
@@ -116,7 +116,7 @@ func newMetrics(reg prometheus.Registerer, p *Proxy) (*Metrics, error) {
 		}),
 		excusedVec: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "probegate_breaker_excused_total",
-			Help: "Upstream failures not counted against the backend's breaker, by reason: progress (a non-stream first-byte timeout while the backend's token counters advanced), healthy (a 5xx answer while the backend answered the proxy's one-token canary completion without a 5xx).",
+			Help: "Upstream failures not counted against the backend's breaker, by reason: progress (a non-stream first-byte timeout while the backend's token counters advanced), healthy (a 5xx answer while the backend answered the proxy's one-token canary completion without a 5xx), also_failed (a 5xx answer re-sent to another backend that answered 5xx or 4xx too), overloaded (a 503 answer with Retry-After: the backend said it is overloaded).",
 		}, []string{"reason"}),
 		poison: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "probegate_poison_requests_total",
@@ -127,6 +127,7 @@ func newMetrics(reg prometheus.Registerer, p *Proxy) (*Metrics, error) {
 	m.excused[excuseProgress] = m.excusedVec.WithLabelValues("progress")
 	m.excused[excuseHealthy] = m.excusedVec.WithLabelValues("healthy")
 	m.excused[excuseAlsoFailed] = m.excusedVec.WithLabelValues("also_failed")
+	m.excused[excuseOverloaded] = m.excusedVec.WithLabelValues("overloaded")
 	for _, o := range []string{probe.OutcomeOK, probe.OutcomeTimeout, probe.OutcomeError, probe.OutcomeCancelled, probe.OutcomeHedge, probe.OutcomeSkippedFresh, probe.OutcomeCoalesced, probe.OutcomeSkippedSlow, probe.OutcomeSkippedRecent} {
 		m.probes[o] = m.probesVec.WithLabelValues(o)
 	}

@@ -108,7 +108,17 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 	if rc.suspect != nil {
 		p.secondOpinion(rc, status) // on the re-sent 5xx (second_opinion.go)
 	}
-	if status >= 500 {
+	if overloaded(status, &resp.Header) {
+		// The backend says it is overloaded, not broken: never counted
+		// against its breaker (overload.go), re-sent when it can be.
+		if p.resendServerError(rc) {
+			p.metrics.resent(b, status)
+			p.abandon(b, resp, ticket, &work, p.excuse(excuseOverloaded))
+			return failure{kind: failServerError}, errors.Join(ErrUpstream, errServerError)
+		}
+		ticket.Done(p.excuse(excuseOverloaded))
+		ticket = breaker.Ticket{}
+	} else if status >= 500 {
 		if p.resendServerError(rc) {
 			// Re-sent to another backend, whose answer decides the
 			// ticket (second_opinion.go).
