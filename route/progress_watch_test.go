@@ -2,6 +2,7 @@ package route
 
 import (
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,15 +26,23 @@ var blindPolicies = []struct {
 
 // blindConfig is one simulated pod behind setup, with a first_byte_timeout
 // far below a long generation and a breaker that stays open for the whole
-// test once opened.
+// test once opened. The watch looks every first_byte_timeout/8 (250 ms)
+// in the wait's second half and its scrapes may take 250 ms: a timeout is
+// excused only by two answered scrapes in that second. A -race test
+// process on a loaded machine can leave a runnable goroutine waiting
+// ~1 s for a processor (bench's trace replay at load 4-5: runtime/metrics
+// /sched/latencies up to 0.94 s), which 100 ms looks and scrapes within
+// 400 ms (first_byte_timeout 800 ms) did not survive: a working pod's
+// breaker opened under two of the four setups in 1 of 12 runs at load
+// 8-10.
 func blindConfig(url, policy, endpoint string) *config.Config {
 	cfg := testConfig(url)
 	cfg.Route.Policy = policy
 	if endpoint != "" {
 		cfg.Probe.Endpoint = endpoint
 	}
-	cfg.Scrape.Timeout = config.Duration(100 * time.Millisecond)
-	cfg.Upstream.FirstByteTimeout = config.Duration(800 * time.Millisecond)
+	cfg.Scrape.Timeout = config.Duration(250 * time.Millisecond)
+	cfg.Upstream.FirstByteTimeout = config.Duration(2 * time.Second)
 	cfg.Breaker.OpenFor = config.Duration(10 * time.Second)
 	return cfg
 }
@@ -82,8 +91,16 @@ func TestHungEngineStillOpensItsBreakerUnderBlindPolicies(t *testing.T) {
 			}
 			pod.SetFaults(vllmsim.Faults{Hang: true})
 			before := tp.counter(t, "probegate_progress_scrapes_total", nil)
-			for i := range cfg.Breaker.ConsecutiveFailures {
-				if code := postStatus(t, url, ftBody(1, false)); code != 504 {
+			// Concurrent, so that the test waits one first_byte_timeout,
+			// not one per request.
+			codes := make([]int, cfg.Breaker.ConsecutiveFailures)
+			var wg sync.WaitGroup
+			for i := range codes {
+				wg.Go(func() { codes[i] = postStatus(t, url, ftBody(1, false)) })
+			}
+			wg.Wait()
+			for i, code := range codes {
+				if code != 504 {
 					t.Fatalf("request %d to the hung pod: %d, want 504", i, code)
 				}
 			}
@@ -91,7 +108,7 @@ func TestHungEngineStillOpensItsBreakerUnderBlindPolicies(t *testing.T) {
 				t.Fatalf("breaker %s after %d timeouts of a hung pod, want open", st, cfg.Breaker.ConsecutiveFailures)
 			}
 			if got := tp.counter(t, "probegate_progress_scrapes_total", nil) - before; got < float64(cfg.Breaker.ConsecutiveFailures) {
-				t.Fatalf("progress scrapes of the hung pod = %v, want at least one per request: the test needs reports flowing", got)
+				t.Fatalf("progress scrapes of the hung pod = %v, want at least %d: the test needs reports flowing", got, cfg.Breaker.ConsecutiveFailures)
 			}
 			envelope(t, post(t, url, ftBody(1, false)), 503)
 		})
@@ -145,13 +162,10 @@ func TestProgressCutWarnsOnceNamingTheKeys(t *testing.T) {
 	}
 }
 
-// trialConfig is one pod under least_inflight whose breaker half-opens
-// 300 ms after opening, with a first_byte_timeout of 2 s (the watch looks
-// every 250 ms; scrapes may take 250 ms, which a loaded machine needs).
+// trialConfig is one pod under least_inflight (blindConfig's timeouts)
+// whose breaker half-opens 300 ms after opening.
 func trialConfig(url string) *config.Config {
 	cfg := blindConfig(url, "least_inflight", "")
-	cfg.Upstream.FirstByteTimeout = config.Duration(2 * time.Second)
-	cfg.Scrape.Timeout = config.Duration(250 * time.Millisecond)
 	cfg.Breaker.OpenFor = config.Duration(300 * time.Millisecond)
 	return cfg
 }
