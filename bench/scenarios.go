@@ -67,6 +67,13 @@ type Options struct {
 	// multiple of the trace fleet's measured capacity for the trace's
 	// sizes (0: DefaultTraceLoad); see traceVariants.
 	TraceLoad float64
+	// TraceRows, when > 0, fixes the calibrated replay's rows per seed
+	// instead of deriving them from TraceLoad and the capacity measured
+	// at the start of the run, so that seed k replays the same requests
+	// in every run: the measured capacity varies by a request or two a
+	// second between runs on a shared machine, which shifts every seed's
+	// window (bench/README.md, issue 13 session 9).
+	TraceRows int
 	// Variants, if set, runs only the scenario entries of these names
 	// (e.g. trace_hetero_r1,steady_80).
 	Variants []string
@@ -402,6 +409,9 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 		if o.Quick {
 			o.Seeds = 1
 		}
+	}
+	if o.TraceRows < 0 {
+		return nil, fmt.Errorf("-trace-rows must be 0 (from -trace-load) or a number of rows, got %d", o.TraceRows)
 	}
 	strategies := o.Strategies
 	if len(strategies) == 0 {

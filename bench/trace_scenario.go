@@ -53,6 +53,9 @@ func traceVariants(o *Options, dur time.Duration, capacity float64) []variant {
 	rows := 0
 	if speed <= 0 {
 		rows = max(int(math.Round(load*capacity*dur.Seconds())), 2)
+		if o.TraceRows > 0 {
+			rows = o.TraceRows
+		}
 	}
 	span := time.Duration(float64(dur) * speed)
 	sim := sizedSim(SizesTrace)
@@ -91,6 +94,9 @@ func traceVariants(o *Options, dur time.Duration, capacity float64) []variant {
 			}
 			if rows > 0 {
 				v.params["load"] = load
+				if o.TraceRows > 0 {
+					v.params["load"] = "fixed rows per seed (-trace-rows)"
+				}
 				v.params["trace_rows_per_seed"] = rows
 				v.params["windows"] = "seed k replays the k-th run of trace_rows_per_seed rows from the first row at trace_offset_s, gaps scaled to span the duration"
 				var speeds []float64

@@ -1,8 +1,10 @@
 package bench
 
 import (
+	"context"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -74,6 +76,37 @@ func TestTraceCalibratedWindows(t *testing.T) {
 	// Before the capacity is measured (0), a placeholder of 2 rows.
 	if v0 := traceEntry(t, o, 10*time.Second, 0, "trace_r1"); v0.traceRows != 2 {
 		t.Fatalf("rows before capacity %d", v0.traceRows)
+	}
+}
+
+// -trace-rows fixes the rows per seed whatever the measured capacity, so
+// that seed k replays the same requests in two runs whose capacity
+// measurements differ.
+func TestTraceRowsFixedWhateverTheCapacity(t *testing.T) {
+	rows := make([]TraceRow, 50)
+	for i := range rows {
+		rows[i] = TraceRow{At: time.Duration(i) * time.Second, Prompt: 100 + i, Output: 1}
+	}
+	o := &Options{Seed: 1, Seeds: 2, TraceLoad: 0.7, TraceRows: 6, trace: rows}
+	a := traceEntry(t, o, 10*time.Second, 1.15, "trace_hetero_r8")
+	b := traceEntry(t, o, 10*time.Second, 1.16, "trace_hetero_r8")
+	if a.traceRows != 6 || b.traceRows != 6 {
+		t.Fatalf("rows per seed %d and %d, want 6", a.traceRows, b.traceRows)
+	}
+	if !slices.Equal(a.window(2), b.window(2)) {
+		t.Fatal("seed 2 replays different rows at capacity 1.15 and 1.16")
+	}
+	// Without it, the two capacities give 8 and 8.12 -> 8 rows: the same
+	// here, but 11.5 and 11.6 req/s at 20 s give 161 and 162.
+	o.TraceRows = 0
+	if c := traceEntry(t, o, 20*time.Second, 11.5, "trace_r1"); c.traceRows != 161 {
+		t.Fatalf("calibrated rows %d, want 161", c.traceRows)
+	}
+	if c := traceEntry(t, o, 20*time.Second, 11.6, "trace_r1"); c.traceRows != 162 {
+		t.Fatalf("calibrated rows %d, want 162", c.traceRows)
+	}
+	if _, err := Run(context.Background(), Options{Scenario: "trace", TraceRows: -1, Out: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "-trace-rows") {
+		t.Fatalf("negative -trace-rows: %v", err)
 	}
 }
 

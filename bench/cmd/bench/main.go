@@ -36,6 +36,7 @@ func main() {
 	trace := fs.String("trace", "", "trace in the Azure schema (TIMESTAMP,ContextTokens,GeneratedTokens) for -scenario trace and -sizes trace (default: the committed slice bench/testdata/azure_code_2023_slice.csv)")
 	traceOffset := fs.Duration("trace-offset", bench.DefaultTraceOffset, "trace time at which the first seed's replay window starts (each further seed replays the next window)")
 	traceSpeed := fs.Float64("trace-speed", 0, "fixed replay speed: the trace's arrival times are divided by it and each seed replays duration x speed of trace time (1: real time); 0 calibrates the replay to -trace-load instead")
+	traceRows := fs.Int("trace-rows", 0, "with -trace-speed 0: each seed replays exactly this many rows instead of load x capacity x duration, so that seed k is the same requests in every run (the capacity measured at each run's start varies); 0: from -trace-load")
 	traceLoad := fs.Float64("trace-load", bench.DefaultTraceLoad, "with -trace-speed 0: each seed replays the next load x capacity x duration rows of the trace from -trace-offset, their gaps scaled to span the duration (capacity: the trace fleet's, measured closed loop with the trace's sizes)")
 	variants := fs.String("variants", "", "comma-separated scenario entries to run, e.g. trace_hetero_r1,steady_80 (default all of the selected scenarios)")
 	profile := fs.String("profile", "", "overhead: write CPU and allocation profiles of each probegate target under wrk to this directory (read with go tool pprof)")
@@ -50,7 +51,7 @@ func main() {
 	defer stop()
 	o := bench.Options{Scenario: *scenario, Quick: *quick, Out: *out, Seed: *seed, Seeds: *seeds,
 		Duration: *dur, Servers: *servers, Burstiness: *burst, Progress: os.Stderr, Log: os.Stderr,
-		Sizes: *sizes, TraceFile: *trace, TraceOffset: *traceOffset, TraceSpeed: *traceSpeed, TraceLoad: *traceLoad,
+		Sizes: *sizes, TraceFile: *trace, TraceOffset: *traceOffset, TraceSpeed: *traceSpeed, TraceLoad: *traceLoad, TraceRows: *traceRows,
 		ProfileDir: *profile, Pin: *pin, Repeat: *repeat, PodHistory: *podHistory, Records: *records}
 	if *variants != "" {
 		o.Variants = strings.Split(*variants, ",")
