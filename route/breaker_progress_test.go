@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -51,7 +52,28 @@ func TestLongGenerationsNeverOpenAProgressingBackendsBreaker(t *testing.T) {
 	if code := postStatus(t, url, ftBody(4, false)); code != 200 {
 		t.Fatalf("warm-up: %d", code)
 	}
-	longGenerationBursts(t, tp, url, cfg.Breaker.ConsecutiveFailures)
+	longGenerationBursts(t, tp, url, ftBody(100000, false), cfg.Breaker.ConsecutiveFailures)
+}
+
+// Whether a request streams is read from its body as the model server
+// reads it: of a repeated "stream" key the last counts (Python's json
+// module, which vLLM's FastAPI parses bodies with, keeps the last; so does
+// Go's encoding/json, the simulated pod's). A client sending
+// {"stream":true,...,"stream":false} gets a non-stream answer, whose head
+// comes after the whole generation; had the proxy taken the first key, it
+// would judge that request a stream, whose first-byte timeout always
+// counts, and such a client would open a working pod's breaker with
+// breaker.consecutive_failures long generations.
+func TestRepeatedStreamKeyCannotOpenAProgressingBackendsBreaker(t *testing.T) {
+	fleet := ftFleet(t, 1)
+	cfg := progressConfig(fleet.URLs()[0])
+	tp := startProxy(t, cfg)
+	url := tp.url("/v1/completions")
+	if code := postStatus(t, url, ftBody(4, false)); code != 200 {
+		t.Fatalf("warm-up: %d", code)
+	}
+	long := `{"stream":true,` + strings.TrimPrefix(ftBody(100000, false), "{")
+	longGenerationBursts(t, tp, url, long, cfg.Breaker.ConsecutiveFailures)
 }
 
 // A hung engine whose HTTP server still answers /metrics shows no progress
@@ -147,14 +169,13 @@ func TestLongStreamAsHalfOpenTrialDoesNotHoldTheBackend(t *testing.T) {
 }
 
 // longGenerationBursts sends two bursts of 2*threshold non-stream requests
-// whose generations outlast upstream.first_byte_timeout to the proxy's only
+// (body long) whose generations outlast upstream.first_byte_timeout to the proxy's only
 // backend, and fails the test unless every one is answered 504, the
 // backend's breaker is still closed after each burst, and a short request
 // after each burst is answered 200. A burst makes the timeouts
 // consecutive: nothing succeeds between them.
-func longGenerationBursts(t *testing.T, tp *testProxy, url string, threshold int) {
+func longGenerationBursts(t *testing.T, tp *testProxy, url, long string, threshold int) {
 	t.Helper()
-	long := ftBody(100000, false)
 	for round := range 2 {
 		n := 2 * threshold
 		codes := make([]int, n)

@@ -131,9 +131,16 @@ type span struct{ start, end int }
 
 func (s span) ok() bool { return s.end > 0 }
 
-// topFields are the spans of the top-level scalar fields Extract reads (the
-// first occurrence of each, as most JSON decoders keep), and what scanTop
-// learnt of the prompt.
+// topFields are the spans of the top-level scalar fields Extract reads, and
+// what scanTop learnt of the prompt. Of a repeated scalar key the last
+// occurrence counts, as the model server reads the body: Python's json module (vLLM's
+// FastAPI) and Go's encoding/json both keep the last. Taking the first let
+// a client send {"stream":true,...,"stream":false}: a non-stream answer
+// the proxy judged a stream, whose first-byte timeout always counts
+// against the backend (firstByteTimeoutOutcome), so a client's long
+// generations opened a working pod's breaker. The prompt's text, a routing
+// estimate only, is still read from the first messages array (or else
+// the first prompt), while the scan passes over it.
 type topFields struct {
 	model, stream, maxTokens, maxCompletionTokens, ignoreEOS, cacheSalt span
 
@@ -155,7 +162,7 @@ func (e *extractor) scanTop(body []byte, limit int, f *topFields) bool {
 	if i < len(body) && body[i] == '}' {
 		return skipWS(body, i+1) == len(body)
 	}
-	var kb [32]byte
+	var kb [maxKeyRaw]byte
 	for {
 		if i >= len(body) || body[i] != '"' {
 			return false
@@ -213,7 +220,7 @@ func (e *extractor) scanTop(body []byte, limit int, f *topFields) bool {
 				return false
 			}
 		}
-		if dst != nil && !dst.ok() {
+		if dst != nil {
 			*dst = span{i, ve}
 		}
 		i = skipWS(body, ve)
@@ -263,8 +270,17 @@ func (e *extractor) readPrompt(b []byte, limit int, f *topFields) int {
 	return end
 }
 
+// maxKeyRaw is the longest raw key (between its quotes) that can name a
+// field Extract reads: its longest name with every character escaped
+// (\u0073 for s). A shorter bound let a key spelled with more escapes
+// pass unread, as another key, though the model server reads it as the
+// field: {"stream":true,"\u0073\u0074\u0072\u0065\u0061\u006d":false}
+// made a non-stream request a stream for the proxy (see topFields).
+const maxKeyRaw = 6 * len("max_completion_tokens")
+
 // keyName returns a raw key (between its quotes), unescaped into buf when
-// it has escapes and fits; a longer escaped key matches no field.
+// it has escapes and fits; a longer escaped key (over maxKeyRaw) cannot
+// name a field Extract reads, and matches none.
 func keyName(raw, buf []byte) []byte {
 	if indexByte(raw, '\\') < 0 {
 		return raw

@@ -26,6 +26,11 @@ func TestExtract(t *testing.T) {
 		{"stream false", `{"model":"m","stream":false,"prompt":"x"}`, true, "m", false, 0},
 		{"stream not bool", `{"model":"m","stream":"yes","prompt":"x"}`, true, "m", false, 0},
 		{"model not string", `{"model":7,"prompt":"x"}`, true, "", false, 0},
+		// Of a repeated key the last counts, as vLLM (Python's json)
+		// reads it, also when a key is spelled with escapes.
+		{"repeated keys", `{"model":"a","stream":true,"prompt":"x","model":"b","stream":false}`, true, "b", false, 0},
+		{"repeated stream key escaped", `{"stream":true,"\u0073\u0074\u0072\u0065\u0061\u006d":false,"prompt":"x"}`, true, "", false, 0},
+		{"stream key escaped", `{"model":"m","\u0073\u0074\u0072\u0065\u0061\u006d":true,"prompt":"x"}`, true, "m", true, 0},
 	}
 	var e extractor
 	var info RequestInfo

@@ -15,6 +15,18 @@ type treeExtractor struct {
 	text []byte
 }
 
+// lastOf returns the value of o's key, the last one when the key repeats
+// (as the model server reads a body), or nil.
+func lastOf(o *fastjson.Object, key string) *fastjson.Value {
+	var last *fastjson.Value
+	o.Visit(func(k []byte, v *fastjson.Value) {
+		if string(k) == key {
+			last = v
+		}
+	})
+	return last
+}
+
 func (e *treeExtractor) Extract(body []byte, blockChars, maxBlocks int, info *RequestInfo) {
 	*info = RequestInfo{}
 	if len(body) == 0 || blockChars <= 0 {
@@ -29,20 +41,20 @@ func (e *treeExtractor) Extract(body []byte, blockChars, maxBlocks int, info *Re
 		return
 	}
 	info.JSON = true
-	if m := o.Get("model"); m != nil && m.Type() == fastjson.TypeString {
+	if m := lastOf(o, "model"); m != nil && m.Type() == fastjson.TypeString {
 		info.Model, _ = m.StringBytes()
 		if len(info.Model) > 0 {
 			info.ModelHash = xxhash.Sum64(info.Model)
 		}
 	}
-	if s := o.Get("stream"); s != nil && s.Type() == fastjson.TypeTrue {
+	if s := lastOf(o, "stream"); s != nil && s.Type() == fastjson.TypeTrue {
 		info.Stream = true
 	}
-	info.MaxTokens = treePositiveInt(o.Get("max_tokens"))
+	info.MaxTokens = treePositiveInt(lastOf(o, "max_tokens"))
 	if info.MaxTokens == 0 {
-		info.MaxTokens = treePositiveInt(o.Get("max_completion_tokens"))
+		info.MaxTokens = treePositiveInt(lastOf(o, "max_completion_tokens"))
 	}
-	if s := o.Get("ignore_eos"); s != nil && s.Type() == fastjson.TypeTrue {
+	if s := lastOf(o, "ignore_eos"); s != nil && s.Type() == fastjson.TypeTrue {
 		info.IgnoreEOS = true
 	}
 	if maxBlocks > maxPrefixBlocks {
@@ -75,7 +87,7 @@ func (e *treeExtractor) Extract(body []byte, blockChars, maxBlocks int, info *Re
 		e.text = e.text[:limit]
 	}
 	seed := info.ModelHash
-	if salt := o.Get("cache_salt"); salt != nil && salt.Type() == fastjson.TypeString {
+	if salt := lastOf(o, "cache_salt"); salt != nil && salt.Type() == fastjson.TypeString {
 		b, _ := salt.StringBytes()
 		seed ^= xxhash.Sum64(b) * 0x9E3779B97F4A7C15
 	}

@@ -63,7 +63,7 @@ func TestLongGenerationsNeverOpenABreakerUnderBlindPolicies(t *testing.T) {
 			if code := postStatus(t, url, ftBody(4, false)); code != 200 {
 				t.Fatalf("warm-up: %d", code)
 			}
-			longGenerationBursts(t, tp, url, cfg.Breaker.ConsecutiveFailures)
+			longGenerationBursts(t, tp, url, ftBody(100000, false), cfg.Breaker.ConsecutiveFailures)
 			if got := tp.counter(t, "probegate_breaker_excused_total", map[string]string{"reason": "progress"}); got < float64(2*2*cfg.Breaker.ConsecutiveFailures) {
 				t.Errorf("excused{progress} = %v, want every timeout (%d)", got, 2*2*cfg.Breaker.ConsecutiveFailures)
 			}
