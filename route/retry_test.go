@@ -382,6 +382,11 @@ func TestBreakerRefusalDoesNotSpendRetries(t *testing.T) {
 	cfg.Breaker.ConsecutiveFailures = 1
 	cfg.Breaker.OpenFor = config.Duration(100 * time.Millisecond)
 	cfg.Breaker.HalfOpenRequests = 1
+	// The trial is held until the test ends: first_byte_timeout must not
+	// end it first (at testConfig's 2 s, a loaded run's trial timed out,
+	// the breaker opened and half-opened again, and a later request became
+	// the next held trial: 504).
+	cfg.Upstream.FirstByteTimeout = config.Duration(time.Minute)
 	tp := startProxy(t, cfg)
 	t.Cleanup(func() { close(release) }) // before the proxy shuts down
 	send := func() int {
