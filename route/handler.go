@@ -270,7 +270,7 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 // hop-by-hop fields stripped, the client's IP appended to X-Forwarded-For,
 // the client's X-Request-Id taken out into rc.id (or one generated; the
 // result reports whether the client's was replaced), the client's ORCA
-// request field removed. fields is what scanFields found the header to
+// request field and Expect removed. fields is what scanFields found the header to
 // hold; allFields does the same work without knowing.
 func (p *Proxy) cleanRequest(ctx *fasthttp.RequestCtx, rc *reqCtx, fields fieldSet) (idReplaced bool) {
 	h := &ctx.Request.Header
@@ -295,6 +295,12 @@ func (p *Proxy) cleanRequest(ctx *fasthttp.RequestCtx, rc *reqCtx, fields fieldS
 	// never reaches the backend beside or instead of the proxy's.
 	if fields&fORCAFormat != 0 {
 		h.Del(hdrORCAFormat)
+	}
+	// The proxy answered the client's Expect: 100-continue itself and
+	// holds the whole body: forwarded, it would only make the backend send
+	// an interim 100, which costs the pooled connection (upstreamguard.go).
+	if fields&fExpect != 0 {
+		h.Del(hdrExpect)
 	}
 	return idSent && len(baseID) == 0
 }

@@ -43,6 +43,7 @@ const (
 	hdrRequestID    = "X-Request-Id"
 	hdrORCA         = "Endpoint-Load-Metrics"
 	hdrORCAFormat   = "Endpoint-Load-Metrics-Format"
+	hdrExpect       = "Expect"
 )
 
 // maxRequestIDLen bounds a client's X-Request-Id: longer ids are replaced.
@@ -230,6 +231,7 @@ const (
 	fRequestID
 	fORCA
 	fORCAFormat
+	fExpect
 
 	numFields = iota
 	// hopFields are the hop-by-hop headers a proxy must not forward
@@ -245,7 +247,7 @@ const (
 var fieldNames = [numFields]string{
 	"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate",
 	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
-	hdrForwardedFor, hdrRequestID, hdrORCA, hdrORCAFormat,
+	hdrForwardedFor, hdrRequestID, hdrORCA, hdrORCAFormat, hdrExpect,
 }
 
 // fieldOf returns the bit of the field named name, in any case, or 0.

@@ -1,8 +1,11 @@
 package route
 
 import (
+	"bufio"
 	"bytes"
+	"io"
 	"net"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -114,5 +117,54 @@ func tunnelResponder(opened func(net.Conn)) func(c net.Conn, n int, head []byte)
 		time.Sleep(20 * time.Millisecond)
 		c.Write([]byte("\x81\x0dPRIVATE-FRAME"))
 		return true
+	}
+}
+
+// A client's Expect: 100-continue is answered by the proxy, which reads
+// the whole body before it forwards anything, and never reaches the
+// backend. Forwarded, it made a backend that honours it (uvicorn, which
+// serves vLLM, answers 100 once the application reads the body) send an
+// interim answer, which poisons the pooled connection (upstreamguard.go):
+// every such request cost the backend a new connection, one a client
+// could ask for with every request.
+func TestExpectContinueNeverReachesTheBackend(t *testing.T) {
+	be := startRawBackend(t, func(c net.Conn, n int, head []byte) bool {
+		if len(headerValues(head, "expect")) > 0 {
+			if _, err := c.Write([]byte("HTTP/1.1 100 Continue\r\n\r\n")); err != nil {
+				return false
+			}
+		}
+		return okResponder("")(c, n, head)
+	})
+	tp := startProxy(t, testConfig(be.url()))
+	for i := range 5 {
+		c, err := net.Dial("tcp", tp.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := c.Write([]byte("POST /v1/completions HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n{}")); err != nil {
+			t.Fatal(err)
+		}
+		br := bufio.NewReader(c)
+		var resp *http.Response
+		for resp == nil || resp.StatusCode < 200 { // the proxy's own 100 first
+			if resp, err = http.ReadResponse(br, nil); err != nil {
+				t.Fatalf("request %d: %v", i, err)
+			}
+		}
+		body, _ := io.ReadAll(resp.Body)
+		c.Close()
+		if resp.StatusCode != 200 || string(body) != "{}" {
+			t.Fatalf("request %d: %d %q, want 200 {}", i, resp.StatusCode, body)
+		}
+	}
+	for _, h := range be.requests() {
+		if vs := headerValues(h, "expect"); len(vs) != 0 {
+			t.Errorf("Expect reached the backend: %q", vs)
+		}
+	}
+	if n := len(be.connLogs()); n != 1 {
+		t.Errorf("5 requests in a row took %d upstream connections, want 1", n)
 	}
 }
