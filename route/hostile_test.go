@@ -420,3 +420,52 @@ func TestBackendConnectionOptionsAreBounded(t *testing.T) {
 		}
 	}
 }
+
+// A backend that answers before it has read the whole request and closes
+// (a 413 for a body over its own limit, a 401 from an authentication
+// layer that never reads bodies) has answered: the proxy's write fails on
+// the closed connection, and the client gets the backend's answer rather
+// than a 503, and no breaker counts it. Before, each such large body was
+// a failed send counted against the backend, so a client's large bodies
+// opened a working pod's breaker (three here) and everyone got 503.
+func TestAnswerBeforeTheBodyReachesTheClient(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const answer = `{"error":"body too large"}`
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			// Read the head only, answer, and close with the body
+			// unread (the kernel resets the connection).
+			br := bufio.NewReader(c)
+			for {
+				line, err := br.ReadString('\n')
+				if err != nil || line == "\r\n" {
+					break
+				}
+			}
+			fmt.Fprintf(c, "HTTP/1.1 413 Payload Too Large\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(answer), answer)
+			c.Close()
+		}
+	}()
+	t.Cleanup(func() { ln.Close(); <-done })
+	cfg := testConfig("http://" + ln.Addr().String())
+	tp := startProxy(t, cfg)
+	body := strings.Repeat("x", 12<<20) // more than loopback's socket buffers hold
+	for i := range cfg.Breaker.ConsecutiveFailures + 2 {
+		r := rawDo(t, tp.addr, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: "+fmt.Sprint(len(body))+"\r\n\r\n"+body)
+		if r.status != 413 || r.body != answer {
+			t.Fatalf("request %d: %d %q, want the backend's 413 %q (breaker %s)", i, r.status, r.body, answer, tp.DebugBackends()[0].Breaker)
+		}
+	}
+	if st := tp.DebugBackends()[0].Breaker; st != "closed" {
+		t.Fatalf("breaker %s after answers the backend gave", st)
+	}
+}

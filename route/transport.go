@@ -63,6 +63,9 @@ func (upstreamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Reques
 	if err != nil {
 		if isTimeout(err) {
 			err = fasthttp.ErrTimeout
+		} else if isWriteError(err) && earlyAnswer(hc, conn, req, resp) {
+			hc.CloseConn(cc)
+			return false, nil
 		}
 		noteConn(resp, conn)
 		hc.CloseConn(cc)
@@ -125,6 +128,37 @@ func (upstreamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Reques
 	body.fullyRead = size == 0
 	resp.SetBodyStream(body, size)
 	return false, nil
+}
+
+// earlyAnswer reads the answer a backend sent before it closed its end
+// without reading the whole request (a 413 for a body over its limit, a
+// 401 from an authentication layer that never reads bodies): the write
+// that failed on the close is no failed send then, and the client gets
+// that answer. Without it the proxy answered 503 and counted a breaker
+// failure, so a client's large bodies opened such a backend's breaker. It
+// is called after a write failed other than by timeout (the peer closed or
+// reset): the kernel keeps what arrived before the close readable, and
+// reads end at once. It reports true when a whole final answer was read
+// into resp: a head, and no body or one small enough to buffer
+// (bufferable); anything else leaves the write's failure as it was.
+func earlyAnswer(hc *fasthttp.HostClient, conn net.Conn, req *fasthttp.Request, resp *fasthttp.Response) bool {
+	br := hc.AcquireReader(conn)
+	defer hc.ReleaseReader(br)
+	ok := readHead(&resp.Header, br) == nil
+	if status := resp.StatusCode(); ok && status >= 200 {
+		if req.Header.IsHead() || noBody(status) {
+			resp.SkipBody = req.Header.IsHead()
+			return true
+		}
+		if bufferable(resp.Header.ContentLength(), bytesHasPrefix(resp.Header.ContentType(), "text/event-stream")) {
+			resp.StreamBody = false
+			if resp.ReadBody(br, maxBufferedBody) == nil {
+				return true
+			}
+		}
+	}
+	resp.Reset()
+	return false
 }
 
 // noteConn records on resp the addresses of the connection a round trip
