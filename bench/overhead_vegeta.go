@@ -82,6 +82,12 @@ func runVegeta(ctx context.Context, url string, rate int, dur time.Duration) Veg
 // net/http's Transport instead of leanTransport, as the vegeta command line
 // does: the same load at about twice the generator's CPU per request.
 func OpenLoop(ctx context.Context, url string, rate int, dur time.Duration, netHTTP bool) VegetaRun {
+	return openLoop(ctx, url, rate, dur, netHTTP, nil)
+}
+
+// openLoop is OpenLoop; each, when not nil, sees every result as it
+// arrives.
+func openLoop(ctx context.Context, url string, rate int, dur time.Duration, netHTTP bool, each func(*vegeta.Result)) VegetaRun {
 	tr := vegeta.NewStaticTargeter(vegeta.Target{
 		Method: http.MethodPost,
 		URL:    url,
@@ -114,6 +120,9 @@ func OpenLoop(ctx context.Context, url string, rate int, dur time.Duration, netH
 	var m vegeta.Metrics
 	for r := range atk.Attack(tr, vegeta.Rate{Freq: rate, Per: time.Second}, dur, "overhead") {
 		m.Add(r)
+		if each != nil {
+			each(r)
+		}
 		if ctx.Err() != nil {
 			atk.Stop()
 		}

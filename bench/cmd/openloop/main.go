@@ -23,6 +23,7 @@ func main() {
 	fs := flag.NewFlagSet("openloop", flag.ExitOnError)
 	rate := fs.Int("rate", 10000, "requests per second offered")
 	dur := fs.Duration("duration", 3*time.Second, "length of the run")
+	window := fs.Duration("window", 0, "also print the run split by send time into windows this long (latency quantiles, in flight at each window's end), one JSON line each")
 	netHTTP := fs.Bool("nethttp", false, "send through net/http's Transport (as the vegeta command line does) instead of the bench's lean transport")
 	_ = fs.Parse(os.Args[1:])
 	if fs.NArg() != 1 {
@@ -31,6 +32,16 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	if *window > 0 {
+		run, wins := bench.OpenLoopWindows(ctx, fs.Arg(0), *rate, *dur, *window, *netHTTP)
+		for _, w := range wins {
+			b, _ := json.Marshal(w)
+			fmt.Println(string(b))
+		}
+		b, _ := json.Marshal(run)
+		fmt.Println(string(b))
+		return
+	}
 	run := bench.OpenLoop(ctx, fs.Arg(0), *rate, *dur, *netHTTP)
 	b, _ := json.Marshal(run)
 	fmt.Println(string(b))
