@@ -215,11 +215,12 @@ func (s *bodyStream) pump(pre []byte, keep, ok bool) {
 }
 
 // wait blocks until the upstream body has more to read, ended or failed,
-// holding no buffer: a zero-length Read of fasthttp's chunked body reader
-// returns once the next chunk's size line has arrived (or the last chunk,
-// or an error, such as upstream.idle_timeout passing). Should a reader
-// return at once instead, the next read waits with a buffer: slower to
-// shrink, never wrong.
+// holding no buffer: a zero-length Read of the upstream body
+// (upstreamBody) returns once the next chunk's size line has arrived (or
+// the last chunk, or an error, such as upstream.idle_timeout passing), and
+// waits for it without a buffer of its own. Should a reader return at once
+// instead, the next read waits with a buffer: slower to shrink, never
+// wrong.
 func (s *bodyStream) wait() {
 	if len(s.pending) > 0 || s.complete || s.upErr != nil {
 		return

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/valyala/fasthttp"
 )
 
@@ -169,9 +170,9 @@ func TestHijackedStreamServesAPipelinedRequest(t *testing.T) {
 	}
 }
 
-// An idle hijacked stream holds no pump buffer: it waits for the next
-// upstream chunk with a zero-length read, which fasthttp's chunked reader
-// answers only once that chunk's size line arrived.
+// An idle hijacked stream holds no buffer: it waits for the next upstream
+// chunk with a zero-length read, which the upstream body answers only once
+// that chunk's size line arrived, and which waits without a buffer.
 func TestIdleHijackedStreamHoldsNoBuffer(t *testing.T) {
 	release := make(chan struct{})
 	var sent atomic.Bool
@@ -190,11 +191,14 @@ func TestIdleHijackedStreamHoldsNoBuffer(t *testing.T) {
 	tp := startProxy(t, testConfig(up.URL))
 	conn, br := openRawStream(t, tp.addr)
 	defer conn.Close()
-	// The first frame was written; the pump returns its buffer right after.
-	ftPoll(t, 2*time.Second, "no pump buffer held while the stream is idle", func() bool { return pumpBufsHeld.Load() == 0 })
+	// The first frame was written; the pump returns its buffer right
+	// after, and the upstream body reader its own.
+	ftPoll(t, 2*time.Second, "no buffer held while the stream is idle", func() bool {
+		return pumpBufsHeld.Load() == 0 && bodyBufsHeld.Load() == 0
+	})
 	time.Sleep(50 * time.Millisecond)
-	if n := pumpBufsHeld.Load(); n != 0 {
-		t.Fatalf("an idle stream holds %d pump buffers", n)
+	if n, m := pumpBufsHeld.Load(), bodyBufsHeld.Load(); n != 0 || m != 0 {
+		t.Fatalf("an idle stream holds %d pump buffers and %d body buffers", n, m)
 	}
 	close(release)
 	for {
@@ -211,8 +215,10 @@ func TestIdleHijackedStreamHoldsNoBuffer(t *testing.T) {
 	}
 }
 
-// fasthttp's chunked body reader returns from a zero-length Read only once
-// the next chunk began (what the pump's wait relies on to hold no buffer).
+// The upstream body (upstreamTransport) returns from a zero-length Read
+// only once the next chunk began, and holds no buffer while it waits (what
+// the pump's wait relies on to hold none): its reads take a buffer only
+// when the socket has bytes.
 func TestZeroLengthReadWaitsForTheNextChunk(t *testing.T) {
 	release := make(chan struct{})
 	var sent atomic.Bool
@@ -224,7 +230,7 @@ func TestZeroLengthReadWaitsForTheNextChunk(t *testing.T) {
 		sent.Store(true)
 		fmt.Fprint(w, "data: 2\n\n")
 	})
-	hc := &fasthttp.HostClient{Addr: strings.TrimPrefix(up.URL, "http://"), StreamResponseBody: true}
+	hc := newHostClient(strings.TrimPrefix(up.URL, "http://"), nil, testConfig(up.URL).Upstream, &connTable{}, zerolog.Nop())
 	defer hc.CloseIdleConnections()
 	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
@@ -245,12 +251,17 @@ func TestZeroLengthReadWaitsForTheNextChunk(t *testing.T) {
 	}()
 	select {
 	case err := <-done:
+		close(release)
 		t.Fatalf("a zero-length read returned (%v) before the next chunk was sent", err)
 	case <-time.After(100 * time.Millisecond):
 	}
+	held := bodyBufsHeld.Load()
 	close(release)
 	if err := <-done; err != nil || !sent.Load() {
 		t.Fatalf("zero-length read: %v (chunk sent: %v)", err, sent.Load())
+	}
+	if held != 0 {
+		t.Fatalf("a zero-length read waiting for the next chunk held %d body buffers", held)
 	}
 	if n, err := body.Read(buf); err != nil || string(buf[:n]) != "data: 2\n\n" {
 		t.Fatalf("second chunk %q, %v", buf[:n], err)

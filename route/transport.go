@@ -3,7 +3,6 @@ package route
 import (
 	"bufio"
 	"errors"
-	"io"
 	"net"
 	"sync"
 
@@ -114,18 +113,13 @@ func (upstreamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Reques
 		return false, nil
 	}
 	body := bodies.get()
-	body.hc, body.cc, body.br, body.closeConn, body.closed = hc, cc, br, closeConn, false
-	// The body reader is fasthttp's (chunked decoding, trailers), made on
-	// a scratch Response with this head's framing, so that installing
-	// body on resp does not release it. Only the framing is set on it
-	// (size: a length, -1 chunked, -2 to the close), not a copy of the
-	// whole head: an open stream holds this scratch for its lifetime, and
-	// the copy cost each idle stream about 0.8 KiB (idlestreams).
-	body.framing.Header.SetContentLength(size)
-	body.framing.StreamBody = true
-	_ = body.framing.ReadBody(br, 0) // a stream: never fails here
-	body.r = body.framing.BodyStream()
-	body.fullyRead = size == 0
+	body.hc, body.cc, body.conn, body.closeConn = hc, cc, conn, closeConn
+	body.dc, _ = conn.(*deadlineConn)
+	// The body is decoded by upstreamBody itself, which takes over what
+	// br buffered past the head: br goes back to its pool now, and an
+	// open stream holds no reader and no buffer while it waits.
+	body.start(size, br)
+	hc.ReleaseReader(br)
 	resp.SetBodyStream(body, size)
 	return false, nil
 }
@@ -231,55 +225,3 @@ func newBodyPool[C connHandle](release, close func(*fasthttp.HostClient, C)) *bo
 }
 
 func (p *bodyPool[C]) get() *upstreamBody[C] { return p.pool.Get().(*upstreamBody[C]) }
-
-// upstreamBody is a streamed upstream response body (upstreamTransport).
-// It owns the connection and its reader until closed. Used by one
-// goroutine at a time: the proxy reads a body and closes it on the same
-// goroutine (bodyStream, the hijack pump), or closes one no goroutine
-// reads (Shutdown cutting streams whose pump had not started).
-type upstreamBody[C connHandle] struct {
-	pool      *bodyPool[C]
-	framing   fasthttp.Response // carries the body reader (see RoundTrip)
-	r         io.Reader
-	hc        *fasthttp.HostClient
-	cc        C
-	br        *bufio.Reader
-	closeConn bool
-	fullyRead bool
-	closed    bool
-}
-
-func (b *upstreamBody[C]) Read(p []byte) (int, error) {
-	if b.closed {
-		return 0, io.ErrClosedPipe
-	}
-	n, err := b.r.Read(p)
-	if errors.Is(err, io.EOF) {
-		b.fullyRead = true
-	}
-	return n, err
-}
-
-// CloseWithError releases the body, once: the connection goes back to the
-// pool when the body was read to its end and err is nil, else it is closed
-// (a request still generating on the model server is aborted with it).
-// fasthttp's Response.CloseBodyStream calls it.
-func (b *upstreamBody[C]) CloseWithError(err error) error {
-	if b.closed {
-		return nil
-	}
-	b.closed = true
-	_ = b.framing.CloseBodyStream() // returns fasthttp's reader to its pool
-	b.framing.Reset()
-	b.hc.ReleaseReader(b.br)
-	if err != nil || !b.fullyRead || b.closeConn {
-		b.pool.close(b.hc, b.cc)
-	} else {
-		b.pool.release(b.hc, b.cc)
-	}
-	var zero C
-	b.r, b.hc, b.cc, b.br = nil, nil, zero, nil
-	b.closeConn, b.fullyRead = false, false
-	b.pool.pool.Put(b)
-	return nil
-}

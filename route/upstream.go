@@ -10,6 +10,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/probegate/probegate/internal/config"
+	"github.com/probegate/probegate/internal/rawconn"
 	"github.com/probegate/probegate/internal/upstreamtls"
 )
 
@@ -104,6 +105,30 @@ func (c *deadlineConn) Read(p []byte) (int, error) {
 	return c.read(p)
 }
 
+// readLent is Read into a buffer l lends only once the connection has
+// something to read (rawconn.Socket.ReadLent): a body waiting for its next
+// chunk holds no buffer. Its deadline is Read's. Where the socket cannot
+// lend (TLS, no file descriptor), the buffer is lent for the whole wait.
+func (c *deadlineConn) readLent(l rawconn.Lender) (int, error) {
+	if c.inHead.Load() {
+		return c.readHead(l.Lend())
+	}
+	d := c.idle
+	if c.awaiting.Load() {
+		d = c.firstByte
+	}
+	if t, ok := c.readBy.due(time.Now(), d); ok {
+		c.readBy.armed(c.Conn.SetReadDeadline(t), t)
+	}
+	g, ok := c.Conn.(*guardedConn)
+	if !ok {
+		return c.read(l.Lend())
+	}
+	n, err := g.readLent(l)
+	c.got(n)
+	return n, err
+}
+
 // readHead reads while the response head is not whole: the first read
 // arms a deadline firstByte away (lazily, as Read does), and the head's
 // later reads keep it instead of re-arming.
@@ -150,13 +175,18 @@ func (c *deadlineConn) scanHead(b []byte) bool {
 
 func (c *deadlineConn) read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
+	c.got(n)
+	return n, err
+}
+
+// got notes that a read returned n bytes.
+func (c *deadlineConn) got(n int) {
 	if n > 0 {
 		c.awaiting.Store(false)
 		if !c.answered.Load() {
 			c.answered.Store(true)
 		}
 	}
-	return n, err
 }
 
 // headTerm ends a response head. fasthttp wants it whole: a head ended by

@@ -305,6 +305,18 @@ func (g *guardedConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// readLent is Read into a buffer l lends only once the socket has
+// something to read (rawconn.Socket.ReadLent). Only a plain TCP socket
+// whose answer already began (its status seen, no request held back) can
+// wait without the buffer; otherwise this is Read into l's buffer.
+func (g *guardedConn) readLent(l rawconn.Lender) (int, error) {
+	h := g.sock.Load()
+	if g.held != nil || g.writing || g.headN < len(g.head) || h.rec != nil || !h.raw.OK() {
+		return g.Read(l.Lend())
+	}
+	return h.raw.ReadLent(l)
+}
+
 // isInformational reports whether a response starts with a 1xx status line.
 func isInformational(h []byte) bool {
 	return string(h[:7]) == "HTTP/1." && h[8] == ' ' && h[9] == '1'

@@ -33,6 +33,8 @@ type Socket struct {
 	c             net.Conn
 	rc            syscall.RawConn
 	rfn, wfn, xfn func(fd uintptr) bool
+	lfn           func(fd uintptr) bool
+	lender        Lender // ReadLent's, during the call
 	rbuf          []byte
 	rn            int
 	rerr          syscall.Errno
@@ -59,7 +61,7 @@ func (s *Socket) Reset(c net.Conn) bool {
 	if s.rfn == nil {
 		// Method values made once, so that a read or write allocates
 		// nothing.
-		s.rfn, s.wfn, s.xfn = s.readFD, s.writeFD, s.exchangeFD
+		s.rfn, s.wfn, s.xfn, s.lfn = s.readFD, s.writeFD, s.exchangeFD, s.lentFD
 	}
 	return true
 }
@@ -216,6 +218,44 @@ func (s *Socket) Read(p []byte) (int, error) {
 		return 0, io.EOF
 	}
 	return n, nil
+}
+
+// ReadLent is Read into a buffer that l lends only once the socket has
+// something to say: bytes, its peer's close, or an error. While it waits
+// for the socket (and its deadline), no buffer is held: each read(2) that
+// finds nothing (EAGAIN) hands the buffer back (Lender.Unlend) before the
+// goroutine parks. A socket that is already readable costs one read(2),
+// as Read. Its results are Read's; when it returns with n == 0 the
+// buffer was lent (the caller may keep or return it).
+func (s *Socket) ReadLent(l Lender) (int, error) {
+	if s.rc == nil {
+		return s.c.Read(l.Lend())
+	}
+	s.lender, s.rn, s.rerr = l, 0, 0
+	err := s.rc.Read(s.lfn)
+	n, e := s.rn, s.rerr
+	s.lender, s.rbuf = nil, nil
+	switch {
+	case err != nil:
+		return 0, opError(err, "read")
+	case e != 0:
+		return 0, s.errnoError("read", e)
+	case n == 0:
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+// lentFD is ReadLent's RawConn.Read callback: a read(2) into the lent
+// buffer, which goes back when the socket has nothing yet.
+func (s *Socket) lentFD(fd uintptr) bool {
+	s.rbuf = s.lender.Lend()
+	if s.readFD(fd) {
+		return true
+	}
+	s.rbuf = nil
+	s.lender.Unlend()
+	return false
 }
 
 // Write is net.Conn.Write with raw write(2) calls: all of p, or an error.

@@ -16,6 +16,10 @@ func (s *Socket) OK() bool { return false }
 // Read is c's Read.
 func (s *Socket) Read(p []byte) (int, error) { return s.c.Read(p) }
 
+// ReadLent is a Read of c into l's buffer: outside Linux the buffer is
+// lent for the whole wait.
+func (s *Socket) ReadLent(l Lender) (int, error) { return s.c.Read(l.Lend()) }
+
 // Write is c's Write.
 func (s *Socket) Write(p []byte) (int, error) { return s.c.Write(p) }
 
