@@ -17,6 +17,8 @@ pids=$(pgrep -g $pid | paste -sd,)
 [ -n "$PERF" ] && { perf stat -x, -e task-clock,context-switches,cpu-migrations,raw_syscalls:sys_enter,'syscalls:sys_enter_*' -p $pids -o /tmp/sc/$name.perfstat & ps=$!; sleep 1.5; }
 c0=$(gcpu); read v0 n0 < <(gcs); t0=$(date +%s.%N)
 /tmp/sc/openloop -rate $rate -duration $dur -window 250ms $U > /tmp/sc/$name.ol & o=$!
+# BURST=S: two busy loops at normal priority for S seconds, 1 s into the run (a disturbance)
+[ -n "$BURST" ] && (sleep 1; for k in 1 2; do timeout $BURST sh -c 'while :; do :; done' & done; wait) &
 sleep $(echo "$dur" | tr -d s | awk '{print $1-0.3}')
 conns=$(ss -Htn state established '( sport = :18080 )' | wc -l)
 wait $o
