@@ -136,23 +136,43 @@ func (upstreamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Reques
 // into resp: a head, and no body or one small enough to buffer
 // (bufferable); anything else leaves the write's failure as it was.
 func earlyAnswer(hc *fasthttp.HostClient, conn net.Conn, req *fasthttp.Request, resp *fasthttp.Response) bool {
-	br := hc.AcquireReader(conn)
-	defer hc.ReleaseReader(br)
-	ok := readHead(&resp.Header, br) == nil
-	if status := resp.StatusCode(); ok && status >= 200 {
-		if req.Header.IsHead() || noBody(status) {
-			resp.SkipBody = req.Header.IsHead()
-			return true
-		}
-		if bufferable(resp.Header.ContentLength(), bytesHasPrefix(resp.Header.ContentType(), "text/event-stream")) {
-			resp.StreamBody = false
-			if resp.ReadBody(br, maxBufferedBody) == nil {
-				return true
-			}
-		}
+	// A read that finds no answer says nothing new of the send: what the
+	// guard knew of it (sendErr, which connTable.take reads) is kept, so a
+	// stale pooled connection's failed write is classified as before.
+	var g *guardedConn
+	if dc, ok := conn.(*deadlineConn); ok {
+		g, _ = dc.Conn.(*guardedConn)
+	}
+	var sendErr error
+	if g != nil {
+		sendErr = g.sendErr
+	}
+	if readEarlyAnswer(hc, conn, req, resp) {
+		return true
 	}
 	resp.Reset()
+	if g != nil {
+		g.sendErr = sendErr
+	}
 	return false
+}
+
+// readEarlyAnswer reads a whole final answer into resp (see earlyAnswer).
+func readEarlyAnswer(hc *fasthttp.HostClient, conn net.Conn, req *fasthttp.Request, resp *fasthttp.Response) bool {
+	br := hc.AcquireReader(conn)
+	defer hc.ReleaseReader(br)
+	if readHead(&resp.Header, br) != nil || resp.StatusCode() < 200 {
+		return false
+	}
+	if req.Header.IsHead() || noBody(resp.StatusCode()) {
+		resp.SkipBody = req.Header.IsHead()
+		return true
+	}
+	if !bufferable(resp.Header.ContentLength(), bytesHasPrefix(resp.Header.ContentType(), "text/event-stream")) {
+		return false
+	}
+	resp.StreamBody = false
+	return resp.ReadBody(br, maxBufferedBody) == nil
 }
 
 // noteConn records on resp the addresses of the connection a round trip
