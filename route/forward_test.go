@@ -217,7 +217,7 @@ func TestErrorsUseTheEnvelope(t *testing.T) {
 		envelope(t, resp, 431)
 	})
 	t.Run("503 no backend alive", func(t *testing.T) {
-		tp := startProxy(t, testConfig(deadAddr(t), deadAddr(t)))
+		tp := startProxy(t, testConfig(deadAddrs(t, 2)...))
 		msg := envelope(t, post(t, tp.url("/v1/completions"), `{}`), 503)
 		if !strings.Contains(msg, "no model server") {
 			t.Fatalf("message %q", msg)

@@ -145,13 +145,24 @@ func upstream(t *testing.T, h http.HandlerFunc) *httptest.Server {
 // deadAddr returns a loopback URL on which nothing listens.
 func deadAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	return deadAddrs(t, 1)[0]
+}
+
+// deadAddrs returns n distinct URLs nothing listens on: the ports are all
+// bound before any is released (two deadAddr calls in a row can get the
+// same port back, and a config listing one backend twice is refused).
+func deadAddrs(t *testing.T, n int) []string {
+	t.Helper()
+	var urls []string
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		urls = append(urls, "http://"+ln.Addr().String())
 	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return "http://" + addr
+	return urls
 }
 
 // client returns an HTTP client that does not reuse connections across
