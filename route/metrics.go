@@ -171,33 +171,28 @@ func (m *Metrics) requests(b *Backend, code int) {
 		// takes the vector's lock, and refusals come at the rate of the
 		// traffic (every request while no backend is eligible). The
 		// "none" series is never deleted, so the cache cannot go stale.
-		if c, ok := m.noneCodes.Load(code); ok {
-			c.(prometheus.Counter).Inc()
-			return
-		}
-		c := m.requestsVec.WithLabelValues("none", m.codeName(code))
-		m.noneCodes.Store(code, c)
-		c.Inc()
+		m.incCached(&m.noneCodes, m.requestsVec, "none", code)
 		return
 	}
-	if c, ok := b.codeCounters.Load(code); ok {
-		c.(prometheus.Counter).Inc()
-		return
-	}
-	c := m.requestsVec.WithLabelValues(b.addr, m.codeName(code))
-	b.codeCounters.Store(code, c)
-	c.Inc()
+	m.incCached(&b.codeCounters, m.requestsVec, b.addr, code)
 }
 
 // resent counts a 5xx answer from b that was re-sent for a second opinion
 // instead of reaching the client; cached on b as requests' counters are.
 func (m *Metrics) resent(b *Backend, code int) {
-	if c, ok := b.resentCounters.Load(code); ok {
+	m.incCached(&b.resentCounters, m.resentVec, b.addr, code)
+}
+
+// incCached increments vec's (backend, code) counter, resolved once and
+// kept in cache (int code -> prometheus.Counter) so that later calls skip
+// the vector's label hashing and lock.
+func (m *Metrics) incCached(cache *sync.Map, vec *prometheus.CounterVec, backend string, code int) {
+	if c, ok := cache.Load(code); ok {
 		c.(prometheus.Counter).Inc()
 		return
 	}
-	c := m.resentVec.WithLabelValues(b.addr, m.codeName(code))
-	b.resentCounters.Store(code, c)
+	c := vec.WithLabelValues(backend, m.codeName(code))
+	cache.Store(code, c)
 	c.Inc()
 }
 

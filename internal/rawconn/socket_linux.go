@@ -207,8 +207,14 @@ func (s *Socket) Read(p []byte) (int, error) {
 	}
 	s.rbuf, s.rn, s.rerr = p, 0, 0
 	err := s.rc.Read(s.rfn)
-	n, e := s.rn, s.rerr
 	s.rbuf = nil
+	return s.readResult(err)
+}
+
+// readResult is what Read and ReadLent return once the socket's
+// RawConn.Read returned err and a read callback left s.rn and s.rerr.
+func (s *Socket) readResult(err error) (int, error) {
+	n, e := s.rn, s.rerr
 	switch {
 	case err != nil:
 		return 0, opError(err, "read")
@@ -233,17 +239,8 @@ func (s *Socket) ReadLent(l Lender) (int, error) {
 	}
 	s.lender, s.rn, s.rerr = l, 0, 0
 	err := s.rc.Read(s.lfn)
-	n, e := s.rn, s.rerr
 	s.lender, s.rbuf = nil, nil
-	switch {
-	case err != nil:
-		return 0, opError(err, "read")
-	case e != 0:
-		return 0, s.errnoError("read", e)
-	case n == 0:
-		return 0, io.EOF
-	}
-	return n, nil
+	return s.readResult(err)
 }
 
 // lentFD is ReadLent's RawConn.Read callback: a read(2) into the lent
