@@ -1,5 +1,7 @@
 package route
 
+import "github.com/valyala/fasthttp"
+
 // maxBufferedBody is the largest upstream answer that is read whole before
 // the client's response is written, as nginx's proxy buffering does: a
 // non-streaming answer (not text/event-stream) with a Content-Length. The
@@ -12,8 +14,15 @@ package route
 // as it arrives.
 const maxBufferedBody = 16 << 10
 
-// bufferable reports whether an upstream answer of this length and type is
-// read whole (see maxBufferedBody).
-func bufferable(size int, sse bool) bool {
-	return !sse && size >= 0 && size <= maxBufferedBody
+// bufferable reports whether an upstream answer with head h is read whole
+// (see maxBufferedBody).
+func bufferable(h *fasthttp.ResponseHeader) bool {
+	size := h.ContentLength()
+	return !isSSE(h) && size >= 0 && size <= maxBufferedBody
+}
+
+// isSSE reports whether an upstream answer with head h is a Server-Sent
+// Events stream.
+func isSSE(h *fasthttp.ResponseHeader) bool {
+	return bytesHasPrefix(h.ContentType(), "text/event-stream")
 }

@@ -149,7 +149,7 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 			}
 		}
 	}
-	sse := bytesHasPrefix(resp.Header.ContentType(), "text/event-stream")
+	sse := isSSE(&resp.Header)
 	up := resp.BodyStream()
 	// A small answer was read whole (upstreamTransport): no stream, and a
 	// body.

@@ -94,7 +94,7 @@ func (upstreamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Reques
 		return false, nil
 	}
 	size := resp.Header.ContentLength()
-	if bufferable(size, bytesHasPrefix(resp.Header.ContentType(), "text/event-stream")) {
+	if bufferable(&resp.Header) {
 		resp.StreamBody = false
 		err := resp.ReadBody(br, maxBufferedBody)
 		// Bytes past the body belong to no exchange: never reuse the
@@ -168,7 +168,7 @@ func readEarlyAnswer(hc *fasthttp.HostClient, conn net.Conn, req *fasthttp.Reque
 		resp.SkipBody = req.Header.IsHead()
 		return true
 	}
-	if !bufferable(resp.Header.ContentLength(), bytesHasPrefix(resp.Header.ContentType(), "text/event-stream")) {
+	if !bufferable(&resp.Header) {
 		return false
 	}
 	resp.StreamBody = false
