@@ -39,12 +39,11 @@ func postStatus(t *testing.T, url, body string) int {
 	return resp.StatusCode
 }
 
-// A client asking a healthy pod for generations longer than
-// upstream.first_byte_timeout gets its 504s, but never opens the pod's
-// breaker: the pod's token counters advance while the requests wait.
-// Without the progress rule, breaker.consecutive_failures such timeouts
-// open it and everyone gets 503.
-func TestLongGenerationsNeverOpenAProgressingBackendsBreaker(t *testing.T) {
+// progressProxy starts a one-pod fleet and a proxy with progressConfig
+// in front of it, warmed by one short request; url is the proxy's
+// completions endpoint.
+func progressProxy(t *testing.T) (*vllmsim.Fleet, *config.Config, *testProxy, string) {
+	t.Helper()
 	fleet := ftFleet(t, 1)
 	cfg := progressConfig(fleet.URLs()[0])
 	tp := startProxy(t, cfg)
@@ -52,6 +51,16 @@ func TestLongGenerationsNeverOpenAProgressingBackendsBreaker(t *testing.T) {
 	if code := postStatus(t, url, ftBody(4, false)); code != 200 {
 		t.Fatalf("warm-up: %d", code)
 	}
+	return fleet, cfg, tp, url
+}
+
+// A client asking a healthy pod for generations longer than
+// upstream.first_byte_timeout gets its 504s, but never opens the pod's
+// breaker: the pod's token counters advance while the requests wait.
+// Without the progress rule, breaker.consecutive_failures such timeouts
+// open it and everyone gets 503.
+func TestLongGenerationsNeverOpenAProgressingBackendsBreaker(t *testing.T) {
+	_, cfg, tp, url := progressProxy(t)
 	longGenerationBursts(t, tp, url, ftBody(100000, false), cfg.Breaker.ConsecutiveFailures)
 }
 
@@ -65,13 +74,7 @@ func TestLongGenerationsNeverOpenAProgressingBackendsBreaker(t *testing.T) {
 // counts, and such a client would open a working pod's breaker with
 // breaker.consecutive_failures long generations.
 func TestRepeatedStreamKeyCannotOpenAProgressingBackendsBreaker(t *testing.T) {
-	fleet := ftFleet(t, 1)
-	cfg := progressConfig(fleet.URLs()[0])
-	tp := startProxy(t, cfg)
-	url := tp.url("/v1/completions")
-	if code := postStatus(t, url, ftBody(4, false)); code != 200 {
-		t.Fatalf("warm-up: %d", code)
-	}
+	_, cfg, tp, url := progressProxy(t)
 	long := `{"stream":true,` + strings.TrimPrefix(ftBody(100000, false), "{")
 	longGenerationBursts(t, tp, url, long, cfg.Breaker.ConsecutiveFailures)
 }
@@ -81,14 +84,8 @@ func TestRepeatedStreamKeyCannotOpenAProgressingBackendsBreaker(t *testing.T) {
 // breaker after exactly breaker.consecutive_failures of them, with the
 // reports flowing.
 func TestHungEngineWithLiveMetricsStillOpensItsBreaker(t *testing.T) {
-	fleet := ftFleet(t, 1)
+	fleet, cfg, tp, url := progressProxy(t)
 	pod := fleet.Servers()[0]
-	cfg := progressConfig(fleet.URLs()[0])
-	tp := startProxy(t, cfg)
-	url := tp.url("/v1/completions")
-	if code := postStatus(t, url, ftBody(4, false)); code != 200 {
-		t.Fatalf("warm-up: %d", code)
-	}
 	pod.SetFaults(vllmsim.Faults{Hang: true})
 	for i := range cfg.Breaker.ConsecutiveFailures {
 		if code := postStatus(t, url, ftBody(1, false)); code != 504 {
