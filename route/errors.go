@@ -51,6 +51,9 @@ var (
 	// its Connection fields than maxConnectionOptions, a malformed answer
 	// (502) like a head too large for the proxy's buffer.
 	errConnectionOptions = errors.New("upstream Connection header lists too many options")
+	// errSpaceInName: a field name of the backend's answer holds a space,
+	// a malformed answer (502) no client behind the proxy would read.
+	errSpaceInName = errors.New("upstream header field name contains a space")
 	// ErrReset means the connection failed after the request was written
 	// and before the first response byte (EOF, reset): a dead or restarted
 	// pod. It is an ErrUpstream (502) unless upstream.retry_on_reset

@@ -261,13 +261,21 @@ func fieldOf(name []byte) fieldSet {
 }
 
 // responseFields returns the fields of fieldNames h holds, read in one pass
-// over its fields (names as fasthttp parsed them).
-func responseFields(h *fasthttp.ResponseHeader) fieldSet {
-	var present fieldSet
+// over its fields (names as fasthttp parsed them), and whether a field
+// name holds a space. Such a name is no token (RFC 9110 section 5.1), so
+// the answer is malformed: fasthttp's parser lets it through (it refuses
+// every other non-token byte, and trims spaces before the colon), but
+// Go's net/http client and h11 (httpx, the OpenAI Python SDK) refuse the
+// whole response, and nginx answers 502 "upstream sent invalid header".
+// The proxy answers 502 as well rather than pass it to its clients.
+func responseFields(h *fasthttp.ResponseHeader) (present fieldSet, spaceInName bool) {
 	for k := range h.All() {
 		present |= fieldOf(k)
+		if bytes.IndexByte(k, ' ') >= 0 {
+			spaceInName = true
+		}
 	}
-	return present
+	return present, spaceInName
 }
 
 // hopHeader is what stripHop needs of a header: *fasthttp.RequestHeader

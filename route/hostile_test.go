@@ -469,3 +469,36 @@ func TestAnswerBeforeTheBodyReachesTheClient(t *testing.T) {
 		t.Fatalf("breaker %s after answers the backend gave", st)
 	}
 }
+
+// A backend's answer with a space inside a field name is malformed (RFC
+// 9110 section 5.1: a name is a token): the client gets the 502 envelope,
+// as nginx answers "upstream sent invalid header", never the field. Passed
+// on, it made Go's net/http client and h11 (httpx, the OpenAI Python SDK)
+// fail the whole response with a protocol error of their own. A sound
+// answer beside it still passes.
+func TestBackendHeaderNameWithSpaceIsRefused(t *testing.T) {
+	for _, field := range []string{"Bad Name: x", "Transfer-Encoding x: chunked", "X-A b c: y"} {
+		t.Run(field, func(t *testing.T) {
+			be := startRawBackend(t, func(c net.Conn, n int, head []byte) bool {
+				extra := field + "\r\n"
+				if strings.HasPrefix(string(head), "GET /sound ") {
+					extra = ""
+				}
+				fmt.Fprintf(c, "HTTP/1.1 200 OK\r\n%sContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}", extra)
+				return true
+			})
+			tp := startProxy(t, testConfig(be.url()))
+			r := rawDo(t, tp.addr, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+			if r.status != 502 || !strings.Contains(r.body, `"code":502`) {
+				t.Errorf("status %d, body %q, want the 502 envelope", r.status, r.body)
+			}
+			name, _, _ := strings.Cut(field, ":")
+			if strings.Contains(r.head, name) {
+				t.Errorf("the client got the field %q: head %q", name, r.head)
+			}
+			if r := rawDo(t, tp.addr, "GET /sound HTTP/1.1\r\nHost: x\r\n\r\n"); r.status != 200 || r.body != "{}" {
+				t.Errorf("a sound answer: %d %q", r.status, r.body)
+			}
+		})
+	}
+}

@@ -135,12 +135,17 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 		ticket = breaker.Ticket{}
 	}
 	// The fields of the upstream head the proxy strips, found in one pass.
-	fields := responseFields(&resp.Header)
+	fields, spaceInName := responseFields(&resp.Header)
 	if fields&fConnection != 0 && tooManyConnectionOptions(&resp.Header) {
 		// Stripping them would cost a pass over the head each
 		// (maxConnectionOptions): a malformed answer.
 		p.abandon(b, resp, ticket, &work, breaker.Failure)
 		return failure{}, errors.Join(ErrUpstream, errConnectionOptions)
+	}
+	if spaceInName {
+		// No HTTP client behind the proxy reads it (responseFields).
+		p.abandon(b, resp, ticket, &work, breaker.Failure)
+		return failure{}, errors.Join(ErrUpstream, errSpaceInName)
 	}
 	if rt.orca && fields&fORCA != 0 {
 		if v := resp.Header.Peek(hdrORCA); len(v) > 0 {
