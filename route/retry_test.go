@@ -107,6 +107,18 @@ func rtRetries(t *testing.T, tp *testProxy, reason string) float64 {
 	return tp.counter(t, "probegate_retries_total", map[string]string{"reason": reason})
 }
 
+// ftPoolBackend returns the proxy's backend at addr.
+func ftPoolBackend(t *testing.T, tp *testProxy, addr string) *Backend {
+	t.Helper()
+	for _, b := range tp.Pool().Backends() {
+		if b.addr == addr {
+			return b
+		}
+	}
+	t.Fatalf("no backend %s in the pool", addr)
+	return nil
+}
+
 // rtKills are the two ways a pod's connections die with it: FIN (the
 // kernel closing the sockets of a SIGKILLed process that had nothing
 // unread) and RST (sockets with unread data, or a node that vanished).
@@ -175,6 +187,22 @@ func TestRetryStaleConnectionsAfterRestartEveryPolicy(t *testing.T) {
 				}
 				if err := victim.Restart(); err != nil {
 					t.Fatal(err)
+				}
+				if policy == "cached" || policy == "probe" {
+					// These pick by the pods' reports, and score a pod
+					// whose report went stale (unknown KV use) below a
+					// known idle one: while the sequential requests tie
+					// on queue, the restarted pod would get none until
+					// the proxy holds a report of it. Its scrapes can
+					// fail for longer than scrape.stale_after on a
+					// starved machine (the kill, the restart, 100 ms
+					// scrape timeouts), so wait for that report.
+					restarted := time.Now()
+					vb := ftPoolBackend(t, tp, victim.Addr())
+					waitUntil(t, 10*time.Second, func() bool {
+						l := vb.state.Latest()
+						return l != nil && l.At.After(restarted)
+					}, "a report of the restarted pod")
 				}
 				before := ftServed(t, tp, victim.Addr())
 				for i := 0; i < 40; i++ {
