@@ -471,28 +471,48 @@ func TestIdleTimeoutCutsSilentStreamWithErrorFrame(t *testing.T) {
 }
 
 func testIdleTimeoutCutsSilentStreamWithErrorFrame(t *testing.T, post postFunc) {
+	// The backend sends one frame, then stays silent until the proxy
+	// closes the upstream connection (or the test ends): only the proxy's
+	// idle timer can end this stream, and it must end it with an error
+	// frame. No wall-clock bound from above: a starved -race process
+	// (GOMAXPROCS=1 beside other work) has cut it after 3.5 s instead of
+	// 0.3 s. A timer that is not armed leaves the client waiting for its
+	// own 10 s timeout, without the frame.
+	const idle = 300 * time.Millisecond
+	released := make(chan struct{}, 1)
+	testDone := make(chan struct{})
 	up := upstream(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		fmt.Fprint(w, "data: {\"first\":1}\n\n")
 		w.(http.Flusher).Flush()
 		select {
 		case <-r.Context().Done():
-		case <-time.After(5 * time.Second):
+			released <- struct{}{}
+		case <-testDone:
 		}
 	})
+	t.Cleanup(func() { close(testDone) }) // runs before up.Close
 	cfg := testConfig(up.URL)
-	cfg.Upstream.IdleTimeout = config.Duration(300 * time.Millisecond)
+	cfg.Upstream.IdleTimeout = config.Duration(idle)
+	cfg.Upstream.FirstByteTimeout = config.Duration(time.Minute) // not the timer that cuts
 	tp := startProxy(t, cfg)
 	start := time.Now()
 	resp := post(t, tp.url("/v1/completions"), `{"stream":true}`)
-	b, _ := io.ReadAll(resp.Body)
+	b, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if el := time.Since(start); el > 2*time.Second {
-		t.Fatalf("silent stream lasted %v, want about idle_timeout", el)
-	}
+	el := time.Since(start)
 	if !strings.Contains(string(b), `"code":504`) {
-		t.Fatalf("want an error frame after the first, got %q", b)
+		t.Fatalf("after %v (%v): want an error frame after the first, got %q", el, err, b)
 	}
+	if el < idle {
+		t.Fatalf("cut after %v, before upstream.idle_timeout (%v)", el, idle)
+	}
+	select {
+	case <-released:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the backend's request is still open 10 s after the proxy cut the stream")
+	}
+	t.Logf("silent stream cut after %v (idle_timeout %v)", el, idle)
 }
 
 // A backend answering HTTP/1.0 with a body delimited by its close: the
