@@ -279,6 +279,11 @@ func (p *Proxy) cleanRequest(ctx *fasthttp.RequestCtx, rc *reqCtx, fields fieldS
 	// connection, rather than hijacked (hijackable). The server read the
 	// same before calling the handler, for closing after the response.
 	rc.clientClose = h.ConnectionClose()
+	// No Content-Type of the proxy's own: fasthttp's writer would add
+	// application/octet-stream to a body sent without one, which
+	// FastAPI (vLLM) reads as bytes, not JSON (422), where the request
+	// as sent is parsed as JSON.
+	h.SetNoDefaultContentType(true)
 	stripHop(h, fields)
 	p.setForwardedFor(ctx, rc, fields&fForwardedFor != 0)
 	baseID, idSent := clientRequestID(h, fields&fRequestID != 0)

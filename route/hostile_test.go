@@ -502,3 +502,39 @@ func TestBackendHeaderNameWithSpaceIsRefused(t *testing.T) {
 		})
 	}
 }
+
+// The proxy adds no Content-Type of its own in either direction: a
+// request body sent without one reaches the backend without one (FastAPI,
+// which serves vLLM, parses such a body as JSON, but reads one labelled
+// application/octet-stream, fasthttp's default, as bytes and answers 422),
+// and an answer without one reaches the client without one (not
+// text/plain). A Content-Type sent is passed as sent.
+func TestNoContentTypeIsAdded(t *testing.T) {
+	be := startRawBackend(t, func(c net.Conn, n int, head []byte) bool {
+		ct := ""
+		if strings.Contains(string(head), "X-Typed: 1") {
+			ct = "Content-Type: application/json\r\n"
+		}
+		fmt.Fprintf(c, "HTTP/1.1 200 OK\r\n%sContent-Length: 2\r\n\r\n{}", ct)
+		return true
+	})
+	tp := startProxy(t, testConfig(be.url()))
+	r := rawDo(t, tp.addr, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}")
+	if r.status != 200 || len(headerValues([]byte(r.head+"\r\n"), "content-type")) != 0 {
+		t.Errorf("an answer without Content-Type reached the client as %d with head %q", r.status, r.head)
+	}
+	r = rawDo(t, tp.addr, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nX-Typed: 1\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: 2\r\n\r\n{}")
+	if vs := headerValues([]byte(r.head+"\r\n"), "content-type"); r.status != 200 || len(vs) != 1 || vs[0] != "application/json" {
+		t.Errorf("the backend's Content-Type reached the client as %q (%d)", vs, r.status)
+	}
+	reqs := be.requests()
+	if len(reqs) != 2 {
+		t.Fatalf("backend got %d requests, want 2", len(reqs))
+	}
+	if vs := headerValues(reqs[0], "content-type"); len(vs) != 0 {
+		t.Errorf("a body sent without Content-Type reached the backend with %q", vs)
+	}
+	if vs := headerValues(reqs[1], "content-type"); len(vs) != 1 || vs[0] != "application/json; charset=utf-8" {
+		t.Errorf("the client's Content-Type reached the backend as %q", vs)
+	}
+}

@@ -229,6 +229,11 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 // knowing.
 func copyHead(dst, src *fasthttp.ResponseHeader, fields fieldSet, id []byte) {
 	src.CopyTo(dst)
+	// No Content-Type of the proxy's own: CopyTo copies the upstream
+	// header's default (text/plain; charset=utf-8 for an answer that
+	// names none), which is the server's setting
+	// (NoDefaultContentType) no more.
+	dst.SetNoDefaultContentType(true)
 	// The status line is the proxy's own: CopyTo copied the backend's
 	// version, and an "HTTP/1.0" line over a chunked body (what a stream
 	// of unknown length becomes) tells the client to read until the
