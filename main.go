@@ -130,7 +130,7 @@ func run(args []string, stdout, stderr io.Writer, sig <-chan os.Signal, ready ch
 		fmt.Fprintf(stderr, "probegate: server.admin_listen: %v\n", err)
 		return 1
 	}
-	admin := &http.Server{Handler: p.AdminHandler(), ReadHeaderTimeout: adminReadHeaderTimeout}
+	admin := route.AdminServer(p.AdminHandler())
 	serveErr := make(chan error, 2)
 	go func() { serveErr <- p.Serve(ln) }()
 	go func() {
@@ -178,12 +178,9 @@ loop:
 	return code
 }
 
-// Admin listener bounds. The admin endpoints answer from memory, so a
-// client slower than these is misbehaving; neither is a config key.
-const (
-	adminReadHeaderTimeout = 10 * time.Second
-	adminShutdownWait      = time.Second // after the proxy drained
-)
+// adminShutdownWait bounds the admin listener's shutdown, after the proxy
+// drained (route.AdminServer bounds the rest).
+const adminShutdownWait = time.Second
 
 // reload re-reads the configuration on SIGHUP. An invalid file is logged
 // problem by problem, and the running configuration keeps serving.

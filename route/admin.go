@@ -54,6 +54,46 @@ func (p *Proxy) AdminHandler() http.Handler {
 	return mux
 }
 
+// Admin listener bounds. The admin endpoints answer from memory, so a
+// peer slower than these is misbehaving; none is a config key.
+const (
+	// adminReadHeaderTimeout bounds reading a request's head.
+	adminReadHeaderTimeout = 10 * time.Second
+	// adminReadTimeout bounds reading a whole request, body included (the
+	// endpoints take none; one left unread is drained before the next
+	// request). net/http clears the read deadline once the request is
+	// read, so a long answer is not cut by it.
+	adminReadTimeout = 10 * time.Second
+	// adminWriteTimeout bounds writing an answer, from the end of the
+	// request's head: /debug/pprof/profile and /trace take seconds= under
+	// it (Go's pprof refuses longer, saying so).
+	adminWriteTimeout = 2 * time.Minute
+	// adminIdleTimeout bounds the wait for the next request on a kept-alive
+	// connection: above Prometheus's usual scrape intervals (up to 1m), so
+	// scrapes keep their connection.
+	adminIdleTimeout = 2 * time.Minute
+	// adminMaxHeaderBytes bounds a request's head.
+	adminMaxHeaderBytes = 64 << 10
+)
+
+// AdminServer returns the admin listener's server for h (AdminHandler),
+// with every wait bounded. ReadHeaderTimeout alone left the rest unbounded:
+// a connection kept alive after one request, a body trickled after the
+// head, or an answer its peer never read each held a connection and a
+// goroutine for as long as the peer liked, and the admin listener shares
+// the process's file descriptors with the proxy's own (deploy/ binds it to
+// the pod's address, for Prometheus).
+func AdminServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: adminReadHeaderTimeout,
+		ReadTimeout:       adminReadTimeout,
+		WriteTimeout:      adminWriteTimeout,
+		IdleTimeout:       adminIdleTimeout,
+		MaxHeaderBytes:    adminMaxHeaderBytes,
+	}
+}
+
 // ConfigInfo is /debug/config: the sampling settings the current pool
 // snapshot runs with, beside what the configuration says ("auto" or the
 // number), so that an operator sees what route.d auto chose.
