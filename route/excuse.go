@@ -5,8 +5,10 @@ package route
 type excuseReason uint8
 
 const (
-	// excuseProgress: a non-stream first-byte timeout while the backend's
-	// token counters advanced (firstByteTimeoutOutcome): "progress".
+	// excuseProgress: a non-stream first-byte timeout, or a stream's
+	// silence between its head and its first bytes (failAfterHead), while
+	// the backend's token counters advanced (firstByteTimeoutOutcome):
+	// "progress".
 	excuseProgress excuseReason = iota
 	// excuseHealthy: a 5xx answer from a backend that answers the
 	// proxy's canary (judgeServerError): "healthy".

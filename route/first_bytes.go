@@ -129,9 +129,23 @@ func releasePumpBuf(buf *[]byte) {
 // response head and before any of it reached the client: it counts against
 // the backend, and the caller re-picks the request or answers with the
 // error envelope (see retryReasonFor).
+//
+// A stream's silence after its head is judged as a non-stream answer's
+// wait for its head (firstByteTimeoutOutcome): vLLM sends a stream's head
+// once it accepted the request, and its first token only after the
+// request's turn in the queue and its prefill, which other clients' work
+// lengthens. Counted always, a client queueing long streams on a working
+// pod (seats or KV cache full) opened its breaker for everyone with the
+// timeouts of its own queued streams.
 func (p *Proxy) failAfterHead(rt *settings, b *Backend, resp *fasthttp.Response, ticket breaker.Ticket, work *workTicket, sent time.Time, err error) (failure, error) {
-	p.abandon(b, resp, ticket, work, breaker.Failure)
 	f := failure{kind: classifyBody(err), afterHead: true, late: p.now().Sub(sent) >= rt.firstByte}
+	outcome := breaker.Failure
+	if f.kind == failTimeout && isSSE(&resp.Header) {
+		if outcome = firstByteTimeoutOutcome(false, b.state, sent); outcome == breaker.Ignore {
+			outcome = p.excuse(excuseProgress)
+		}
+	}
+	p.abandon(b, resp, ticket, work, outcome)
 	if f.kind == failTimeout {
 		return f, errors.Join(ErrUpstreamTimeout, err)
 	}
