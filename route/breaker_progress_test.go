@@ -83,22 +83,48 @@ func TestRepeatedStreamKeyCannotOpenAProgressingBackendsBreaker(t *testing.T) {
 // (its counters stand still): its first-byte timeouts still open its
 // breaker after exactly breaker.consecutive_failures of them, with the
 // reports flowing.
+//
+// "Flowing" is what the claim needs: two scrapes answered while a request
+// waited, the rule's minimum, in at least one of the waits (a rule that
+// took such reports for progress would excuse that timeout and leave the
+// breaker closed). A round in which no wait got them (a starved process:
+// the test's 300 ms bound on the report's age failed at 0.77 s in s9)
+// proves nothing, and is run again on a fresh proxy, up to three times.
 func TestHungEngineWithLiveMetricsStillOpensItsBreaker(t *testing.T) {
+	for attempt := 1; ; attempt++ {
+		most := hungEngineLiveMetricsRound(t)
+		if most >= 2 {
+			return
+		}
+		if attempt == 3 {
+			t.Fatalf("at most %v scrapes answered while a request waited, in each of %d rounds, want 2: the test needs reports flowing", most, attempt)
+		}
+		t.Logf("round %d: at most %v scrapes answered while a request waited; again on a fresh proxy", attempt, most)
+	}
+}
+
+// hungEngineLiveMetricsRound hangs a progressProxy's pod, sends it
+// breaker.consecutive_failures requests one after the other, fails the
+// test unless each is answered 504 and the breaker is then open, and
+// returns the most scrapes answered while one request waited.
+func hungEngineLiveMetricsRound(t *testing.T) float64 {
 	fleet, cfg, tp, url := progressProxy(t)
 	pod := fleet.Servers()[0]
 	pod.SetFaults(vllmsim.Faults{Hang: true})
+	ok := map[string]string{"backend": pod.Addr(), "outcome": "ok"}
+	most := 0.0
 	for i := range cfg.Breaker.ConsecutiveFailures {
+		before := tp.counter(t, "probegate_scrapes_total", ok)
 		if code := postStatus(t, url, ftBody(1, false)); code != 504 {
 			t.Fatalf("request %d to the hung pod: %d, want 504", i, code)
 		}
-		if r := tp.DebugBackends()[0].Report; r == nil || r.AgeSeconds > 0.3 {
-			t.Fatalf("request %d: the pod's reports stopped (%+v): the test needs them flowing", i, r)
-		}
+		most = max(most, tp.counter(t, "probegate_scrapes_total", ok)-before)
 	}
 	if st := tp.DebugBackends()[0].Breaker; st != "open" {
 		t.Fatalf("breaker %s after %d timeouts of a hung pod, want open", st, cfg.Breaker.ConsecutiveFailures)
 	}
 	envelope(t, post(t, url, ftBody(1, false)), 503)
+	return most
 }
 
 // A long stream that happens to be a half-open breaker's trial does not
