@@ -23,18 +23,19 @@ import (
 type PodSnap struct {
 	Running int `json:"running"`
 	Waiting int `json:"waiting"`
-	// ViewQueue, ViewPrefill, ViewNs, ViewPodNs, ViewSamples and
-	// ViewSeeded are the replica's Brief of the pod (probe.Brief: queue,
-	// pending prefill tokens, learned and pod-reported ns per prefill
-	// token, own speed samples, seeded pod speed).
+	// ViewQueue, ViewPrefill, ViewNs, ViewPodNs, ViewSamples, ViewSeeded
+	// and ViewForeign are the replica's Brief of the pod (probe.Brief:
+	// queue, pending prefill tokens, learned and pod-reported ns per
+	// prefill token, own speed samples, seeded pod speed, foreign share).
 	ViewQueue   float64 `json:"view_queue"`
 	ViewPrefill float64 `json:"view_prefill"`
 	ViewNs      float64 `json:"view_ns"`
 	ViewPodNs   float64 `json:"view_pod_ns"`
 	ViewSamples int     `json:"view_samples"`
 	ViewSeeded  bool    `json:"view_seeded"`
+	ViewForeign float64 `json:"view_foreign"`
 	// ScoreNs is the ns per token the replica's route.load scores the pod
-	// with (route.LoadModel.Ns of the fields above).
+	// with (route.LoadModel.BriefNs of the fields above).
 	ScoreNs float64 `json:"score_ns"`
 }
 
@@ -101,8 +102,8 @@ func (a *arrivals) hook(servers []*vllmsim.Server, pod int) func(string) {
 				b.State().BriefInto(&br, now.Add(-2*time.Second))
 				ps := &rec.Pods[a.podOf[rep][k]]
 				ps.ViewQueue, ps.ViewPrefill, ps.ViewNs, ps.ViewPodNs = br.Queue, br.PrefillTokens, br.NsPerToken, br.PodNsPerToken
-				ps.ViewSamples, ps.ViewSeeded = br.SpeedSamples, br.PodSeeded
-				ps.ScoreNs = a.load.Ns(br.NsPerToken, br.PodNsPerToken, br.SpeedSamples, br.PodSeeded)
+				ps.ViewSamples, ps.ViewSeeded, ps.ViewForeign = br.SpeedSamples, br.PodSeeded, br.ForeignShare
+				ps.ScoreNs = a.load.BriefNs(&br)
 			}
 		}
 		a.mu.Lock()

@@ -58,13 +58,17 @@ var AllStrategies = []string{RoundRobin, Random, LeastInflight, Cached, CachedAd
 // speed wherever known), probe_podseed1, _podseed4, _podseed8,
 // _podseed16, _podseed32 (route.load.pod_speed_samples 1, 4, 8, 16, 32:
 // the pod-reported speed, a long-lived pod's from its first scrape, weighs
-// at least K / (K + n) after n own samples), probe_scrape100 (scrape.interval and
+// at least K / (K + n) after n own samples, whatever the pod's other
+// clients: route.load.pod_speed_foreign 0), probe_podgate8, _podgate16
+// (pod_speed_samples 8, 16 with pod_speed_foreign at its default: the seed
+// only while the pod's reports show other clients' requests),
+// probe_podseed0 (pod_speed_samples 0: no seed), probe_scrape100 (scrape.interval and
 // scrape.max_interval 100 ms instead of 1 s: fresher cached views of the
 // backends this proxy does not probe, at 10x the scrapes of an idle
 // backend), probe_ownpace (scrape.foreign_change 0: the adaptive interval
 // follows this proxy's own request rate alone, the default until issue 13
 // session 8).
-var ExtraStrategies = []string{"probe_learned", "probe_podhalf", "probe_pod", "probe_podseed1", "probe_podseed4", "probe_podseed8", "probe_podseed16", "probe_podseed32", "probe_scrape100", "probe_ownpace", "probe_d3", "probe_d2q2", "probe_d3q3", "probe_d4q2", "probe_d4q4", "probe_d8q8", "probe_q2", "probe_load", "probe_jsq", "oracle_jsq", "probe_requests", "cached_tokens", "probe_tokens", "probe_dw0", "probe_dw4", "probe_nospeed", "cached_tokens_nospeed", "oracle_nospeed", "probe_speed", "probe_speed1", "cached_speed", "oracle_speed", "probe_tokens_w1", "cached_tokens_w1", "probe_tokens_w1_nospeed", "probe_tokens_w0"}
+var ExtraStrategies = []string{"probe_learned", "probe_podhalf", "probe_pod", "probe_podseed1", "probe_podseed4", "probe_podseed8", "probe_podseed16", "probe_podseed32", "probe_podgate8", "probe_podgate16", "probe_podseed0", "probe_scrape100", "probe_ownpace", "probe_d3", "probe_d2q2", "probe_d3q3", "probe_d4q2", "probe_d4q4", "probe_d8q8", "probe_q2", "probe_load", "probe_jsq", "oracle_jsq", "probe_requests", "cached_tokens", "probe_tokens", "probe_dw0", "probe_dw4", "probe_nospeed", "cached_tokens_nospeed", "oracle_nospeed", "probe_speed", "probe_speed1", "cached_speed", "oracle_speed", "probe_tokens_w1", "cached_tokens_w1", "probe_tokens_w1_nospeed", "probe_tokens_w0"}
 
 // isProbe reports whether s decides on synchronous probes.
 func isProbe(s string) bool { return strings.HasPrefix(s, Probe) }
@@ -165,15 +169,21 @@ func StrategyConfig(s string, urls []string) (*config.Config, error) {
 	case "probe_pod":
 		cfg.Route.Load.PodSpeed = 1
 	case "probe_podseed1":
-		cfg.Route.Load.PodSpeedSamples = 1
+		cfg.Route.Load.PodSpeedSamples, cfg.Route.Load.PodSpeedForeign = 1, 0
 	case "probe_podseed4":
-		cfg.Route.Load.PodSpeedSamples = 4
+		cfg.Route.Load.PodSpeedSamples, cfg.Route.Load.PodSpeedForeign = 4, 0
 	case "probe_podseed8":
-		cfg.Route.Load.PodSpeedSamples = 8
+		cfg.Route.Load.PodSpeedSamples, cfg.Route.Load.PodSpeedForeign = 8, 0
 	case "probe_podseed16":
-		cfg.Route.Load.PodSpeedSamples = 16
+		cfg.Route.Load.PodSpeedSamples, cfg.Route.Load.PodSpeedForeign = 16, 0
 	case "probe_podseed32":
-		cfg.Route.Load.PodSpeedSamples = 32
+		cfg.Route.Load.PodSpeedSamples, cfg.Route.Load.PodSpeedForeign = 32, 0
+	case "probe_podgate8":
+		cfg.Route.Load.PodSpeedSamples, cfg.Route.Load.PodSpeedForeign = 8, config.DefaultPodSpeedForeign
+	case "probe_podgate16":
+		cfg.Route.Load.PodSpeedSamples, cfg.Route.Load.PodSpeedForeign = 16, config.DefaultPodSpeedForeign
+	case "probe_podseed0":
+		cfg.Route.Load.PodSpeedSamples = 0
 	case "probe_jsq":
 		cfg.Route.Weights = config.Weights{Queue: 1}
 	case "probe_scrape100":

@@ -39,15 +39,26 @@ func TestStrategyConfigs(t *testing.T) {
 	if cfg.Route.D != config.DAuto || cfg.Probe.Quorum != config.QuorumAuto {
 		t.Errorf("probe: route.d %d probe.quorum %d, want the defaults (auto)", cfg.Route.D, cfg.Probe.Quorum)
 	}
-	// probe_podseedK is probe with route.load.pod_speed_samples K.
-	for _, k := range []float64{1, 4, 8, 16, 32} {
+	// probe_podseedK is probe with route.load.pod_speed_samples K and no
+	// gate; probe_podgateK the same with pod_speed_foreign's default.
+	for _, k := range []float64{0, 1, 4, 8, 16, 32} {
 		name := fmt.Sprintf("probe_podseed%g", k)
 		sc, err := StrategyConfig(name, urls)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if sc.Route.Policy != config.PolicyProbe || sc.Route.Load.PodSpeedSamples != k || sc.Route.Load.PodSpeed != 0 {
-			t.Errorf("%s: policy %s, pod_speed_samples %v, pod_speed %v; want probe, %v, 0", name, sc.Route.Policy, sc.Route.Load.PodSpeedSamples, sc.Route.Load.PodSpeed, k)
+		if sc.Route.Policy != config.PolicyProbe || sc.Route.Load.PodSpeedSamples != k || sc.Route.Load.PodSpeed != 0 || (k > 0 && sc.Route.Load.PodSpeedForeign != 0) {
+			t.Errorf("%s: policy %s, pod_speed_samples %v, pod_speed %v, pod_speed_foreign %v; want probe, %v, 0, 0", name, sc.Route.Policy, sc.Route.Load.PodSpeedSamples, sc.Route.Load.PodSpeed, sc.Route.Load.PodSpeedForeign, k)
+		}
+	}
+	for _, k := range []float64{8, 16} {
+		name := fmt.Sprintf("probe_podgate%g", k)
+		sc, err := StrategyConfig(name, urls)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sc.Route.Policy != config.PolicyProbe || sc.Route.Load.PodSpeedSamples != k || sc.Route.Load.PodSpeedForeign != config.DefaultPodSpeedForeign || config.DefaultPodSpeedForeign <= 0 {
+			t.Errorf("%s: policy %s, pod_speed_samples %v, pod_speed_foreign %v; want probe, %v, %v > 0", name, sc.Route.Policy, sc.Route.Load.PodSpeedSamples, sc.Route.Load.PodSpeedForeign, k, config.DefaultPodSpeedForeign)
 		}
 	}
 	// probe_scrape100 is probe with every scrape loop at 100 ms.

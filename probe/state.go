@@ -75,6 +75,7 @@ type report struct {
 	finished   uint64
 	progress   progress
 	pod        podSpeed // the pod-reported speed as of this report
+	foreign    float64  // the foreign share as of this report (foreign.go)
 }
 
 // progress is what the reports so far say of the backend's token counter
@@ -170,7 +171,8 @@ func (s *State) Latest() *Load {
 // Report also snapshots the dispatch counters, so View can add the requests
 // dispatched and subtract those finished after the report, and carries the
 // pod-reported prefill speed forward, updated from l's prefill counters
-// (podspeed.go).
+// (podspeed.go), and the share of the pod's requests other clients sent,
+// updated from l's queue (foreign.go).
 func (s *State) Report(l *Load) bool {
 	for {
 		cur := s.latest.Load()
@@ -182,11 +184,15 @@ func (s *State) Report(l *Load) bool {
 			inherit(&r.load, &cur.load)
 			r.progress = cur.progress
 			r.pod = cur.pod
+			r.foreign = cur.foreign
 		}
 		r.progress = r.progress.next(l)
 		r.pod = r.pod.next(&r.load)
 		r.finished = s.finished.Load()
 		r.dispatched = s.dispatched.Load()
+		// l, not r.load: a report without a queue of its own must not
+		// count the queue it inherited a second time.
+		r.foreign = nextForeign(r.foreign, l, int(r.dispatched-r.finished))
 		if s.latest.CompareAndSwap(cur, r) {
 			return true
 		}
@@ -273,6 +279,10 @@ type View struct {
 	// counters in the first report this proxy read of it (a long-lived
 	// pod, see podSpeed) rather than from a window of this proxy's reports.
 	PodSeeded bool
+	// ForeignShare is the mean share of the backend's reported requests
+	// that other clients sent (State.ForeignShare), kept when the report
+	// goes stale; 0 before any report with a queue.
+	ForeignShare float64
 }
 
 // View returns the backend's load as of now. If the latest report is younger
@@ -302,11 +312,11 @@ func (s *State) ViewInto(v *View, now time.Time, staleAfter time.Duration) {
 	v.PrefillTokens, v.DecodeTokens, v.NsPerToken = s.Work()
 	v.SpeedSamples = s.SpeedSamples()
 	v.PrefillRequests = int(max(s.prefillWaiting.Load(), 0))
-	v.PodNsPerToken, v.PodSeeded = 0, false
+	v.PodNsPerToken, v.PodSeeded, v.ForeignShare = 0, false, 0
 	if r == nil {
 		return
 	}
-	v.PodNsPerToken, v.PodSeeded = r.pod.ns, r.pod.seeded
+	v.PodNsPerToken, v.PodSeeded, v.ForeignShare = r.pod.ns, r.pod.seeded, r.foreign
 	age := max(now.Sub(r.load.At), 0)
 	if age >= staleAfter {
 		return
@@ -368,6 +378,7 @@ type Brief struct {
 	NsPerToken, PodNsPerToken   float64
 	SpeedSamples                int
 	PodSeeded                   bool
+	ForeignShare                float64
 }
 
 // BriefInto sets *b to the Brief of the View at now with staleAfter, given
@@ -383,9 +394,9 @@ func (s *State) BriefInto(b *Brief, cutoff time.Time) {
 	b.PrefillTokens, b.DecodeTokens, b.NsPerToken = s.Work()
 	b.SpeedSamples = s.SpeedSamples()
 	b.PrefillRequests = int(max(s.prefillWaiting.Load(), 0))
-	b.PodNsPerToken, b.PodSeeded = 0, false
+	b.PodNsPerToken, b.PodSeeded, b.ForeignShare = 0, false, 0
 	if r != nil {
-		b.PodNsPerToken, b.PodSeeded = r.pod.ns, r.pod.seeded
+		b.PodNsPerToken, b.PodSeeded, b.ForeignShare = r.pod.ns, r.pod.seeded, r.foreign
 	}
 	if r == nil || !r.load.At.After(cutoff) {
 		b.Queue, b.KVUse, b.Waiting, b.Source = float64(inflight), -1, -1, SourceLocal
@@ -405,5 +416,5 @@ func (v *View) Brief() Brief {
 	return Brief{Queue: v.Queue, KVUse: v.KVUse, Waiting: v.Waiting, Source: v.Source,
 		PrefillTokens: v.PrefillTokens, DecodeTokens: v.DecodeTokens,
 		PrefillRequests: v.PrefillRequests, NsPerToken: v.NsPerToken, PodNsPerToken: v.PodNsPerToken,
-		SpeedSamples: v.SpeedSamples, PodSeeded: v.PodSeeded}
+		SpeedSamples: v.SpeedSamples, PodSeeded: v.PodSeeded, ForeignShare: v.ForeignShare}
 }

@@ -58,6 +58,13 @@ type LoadModel struct {
 	// this proxy has timed the backend and yields as its own timings
 	// arrive (see Ns).
 	PodSamples float64
+	// PodForeign is route.load.pod_speed_foreign: when > 0, PodSamples
+	// applies to a backend only while its reports show other clients'
+	// requests, a foreign share (View.ForeignShare) of at least
+	// PodForeign; 0 applies it always. A lone proxy times every request
+	// the pod serves, so its learned speed needs no seed; a proxy among
+	// several times a fraction, whose waits include work it never saw.
+	PodForeign float64
 	// SpeedBand is route.load.speed_band: in requests mode, the learned
 	// speed ratio beyond which a backend's queue is scaled (0: never).
 	SpeedBand float64
@@ -164,12 +171,24 @@ func (m *LoadModel) Ns(learned, pod float64, n int, seeded bool) float64 {
 
 // viewNs is Ns of the speeds v carries.
 func (m *LoadModel) viewNs(v *probe.View) float64 {
-	return m.Ns(v.NsPerToken, v.PodNsPerToken, v.SpeedSamples, v.PodSeeded)
+	return m.Ns(v.NsPerToken, v.PodNsPerToken, v.SpeedSamples, m.Seeded(v.PodSeeded, v.ForeignShare))
 }
 
 // briefNs is Ns of the speeds b carries.
 func (m *LoadModel) briefNs(b *probe.Brief) float64 {
-	return m.Ns(b.NsPerToken, b.PodNsPerToken, b.SpeedSamples, b.PodSeeded)
+	return m.Ns(b.NsPerToken, b.PodNsPerToken, b.SpeedSamples, m.Seeded(b.PodSeeded, b.ForeignShare))
+}
+
+// BriefNs is the ns per prefill token the model scores the backend b
+// describes with: Ns of b's speeds, seeded as Seeded says.
+func (m *LoadModel) BriefNs(b *probe.Brief) float64 { return m.briefNs(b) }
+
+// Seeded reports whether Ns treats a backend's pod-reported speed as a
+// long-lived pod's seed (PodSamples' weight): it started from the pod's
+// lifetime counters (podSeeded) and, with PodForeign > 0, the backend's
+// reports show a foreign share of at least PodForeign.
+func (m *LoadModel) Seeded(podSeeded bool, foreignShare float64) bool {
+	return podSeeded && (m.PodForeign <= 0 || foreignShare >= m.PodForeign)
 }
 
 // RefNs returns the mean over views of the speed the model scores them

@@ -197,26 +197,52 @@ func lifetimeReport(t *testing.T, slowdown float64) probe.Load {
 
 // TestJustStartedProxyKnowsLongLivedSlowPod: a proxy that has just started
 // (it has timed no request) in front of two long-lived pods, one twice as
-// slow, both idle. Its first scrape carries each pod's lifetime prefill
-// counters; with route.load.pod_speed_samples it scores the slow pod as
-// slow at once and sends a large prompt to the fast one every time. With
-// the learned speed alone both pods are unknown, the same: a coin toss.
+// slow. Its first scrape carries each pod's lifetime prefill counters;
+// with route.load.pod_speed_samples it scores the slow pod as slow at once
+// and sends a large prompt to the fast one every time, when the pods'
+// reports show other clients' requests (route.load.pod_speed_foreign) or
+// with the gate off. A lone proxy (the pods hold none but its requests)
+// scores with its own timings alone, as with the seed off: both pods
+// unknown, the same, a coin toss.
 func TestJustStartedProxyKnowsLongLivedSlowPod(t *testing.T) {
 	reports := [2]probe.Load{lifetimeReport(t, 1), lifetimeReport(t, 2)}
-	for _, samples := range []float64{8, 0} {
+	cases := []struct {
+		samples, foreign float64
+		others           bool // the pods' later reports show other clients' requests
+		seed             bool // want the seed: every pick to the fast pod
+	}{
+		{8, 0, false, true},                                  // no gate: the seed always
+		{8, 0, true, true},                                   //
+		{8, config.DefaultPodSpeedForeign, true, true},       // other clients: the seed
+		{8, config.DefaultPodSpeedForeign, false, false},     // a lone proxy: its own timings
+		{0, config.DefaultPodSpeedForeign, true, false},      // seed off
+		{16, config.DefaultPodSpeedForeign, true, true},      //
+		{8, 0.9, true, false},                                // a share of 1 - 0.8^4 is below 0.9
+		{8, config.DefaultPodSpeedForeign / 2, false, false}, //
+	}
+	for _, tc := range cases {
 		pool, bs := testPool(2)
 		for i, b := range bs {
 			b.State().Report(&reports[i])
-		}
-		if samples > 0 {
-			fast, slow := bs[0].State().PodNsPerToken(), bs[1].State().PodNsPerToken()
-			if r := slow / fast; !(r >= 1.8 && r <= 2.2) {
-				t.Fatalf("lifetime speeds %.0f and %.0f ns a token: ratio %.2f, want about 2", fast, slow, r)
+			// Four scrapes 50 ms apart: the pod runs 3 requests, none of
+			// them this proxy's (others), or is idle.
+			for k := range 4 {
+				running := 0
+				if tc.others {
+					running = 3
+				}
+				l := probe.Load{Running: running, Waiting: 0, KVUse: 0.1, ServerLoad: -1, At: reports[i].At.Add(time.Duration(k+1) * 50 * time.Millisecond), Source: probe.SourceScrape,
+					PrefillSeconds: reports[i].PrefillSeconds, PrefillTokens: reports[i].PrefillTokens}
+				b.State().Report(&l)
 			}
+		}
+		fast, slow := bs[0].State().PodNsPerToken(), bs[1].State().PodNsPerToken()
+		if r := slow / fast; !(r >= 1.8 && r <= 2.2) {
+			t.Fatalf("lifetime speeds %.0f and %.0f ns a token: ratio %.2f, want about 2", fast, slow, r)
 		}
 		for _, pol := range []string{config.PolicyCached, config.PolicyProbe} {
 			pc := testPickerConfig(pol)
-			pc.Load.PodSamples = samples
+			pc.Load.PodSamples, pc.Load.PodForeign = tc.samples, tc.foreign
 			pk := mustPicker(t, pc, pool, Deps{Memory: &Memory{}, Rand: seeded(7), Now: pickNow})
 			s := NewScratch()
 			fast := 0
@@ -230,10 +256,10 @@ func TestJustStartedProxyKnowsLongLivedSlowPod(t *testing.T) {
 				}
 			}
 			switch {
-			case samples > 0 && fast != 200:
-				t.Errorf("pod_speed_samples %v, %s: %d of 200 picks to the fast pod, want all", samples, pol, fast)
-			case samples == 0 && (fast < 60 || fast > 140):
-				t.Errorf("learned speed alone, %s: %d of 200 picks to the fast pod, want a coin toss", pol, fast)
+			case tc.seed && fast != 200:
+				t.Errorf("pod_speed_samples %v, pod_speed_foreign %v, other clients %v, %s: %d of 200 picks to the fast pod, want all", tc.samples, tc.foreign, tc.others, pol, fast)
+			case !tc.seed && (fast < 60 || fast > 140):
+				t.Errorf("pod_speed_samples %v, pod_speed_foreign %v, other clients %v, %s: %d of 200 picks to the fast pod, want a coin toss", tc.samples, tc.foreign, tc.others, pol, fast)
 			}
 		}
 	}

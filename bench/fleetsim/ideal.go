@@ -173,6 +173,9 @@ type Snapshot struct {
 	// speed was seeded from the pod's lifetime counters.
 	ViewSamples int
 	ViewSeeded  bool
+	// ViewForeign is the replica's foreign share of the pod
+	// (probe.View.ForeignShare).
+	ViewForeign float64
 	// ViewPrefill is the prompt tokens the replica counts as pending at
 	// the pod (probe.View.PrefillTokens: its own requests', and with
 	// _sharetokens every replica's).
@@ -204,6 +207,6 @@ func (s *sim) snapshot(r *request) {
 		sn.Whatif = p.whatif(s.now, r.job.Prompt.Tokens-sn.Cached, max(r.job.MaxTokens, 1))
 		v := rep.backends[i].State().View(now, 2*time.Second)
 		sn.ViewQueue, sn.ViewNs, sn.ViewPodNs, sn.ViewPrefill = v.Queue, v.NsPerToken, v.PodNsPerToken, v.PrefillTokens
-		sn.ViewSamples, sn.ViewSeeded = v.SpeedSamples, v.PodSeeded
+		sn.ViewSamples, sn.ViewSeeded, sn.ViewForeign = v.SpeedSamples, v.PodSeeded, v.ForeignShare
 	}
 }

@@ -88,6 +88,8 @@ func TestValidate(t *testing.T) {
 		{"pod_speed negative", func(c *Config) { c.Route.Load.PodSpeed = -0.1 }, `route.load.pod_speed: must be between 0 and 1, got -0.1`},
 		{"pod_speed_samples negative", func(c *Config) { c.Route.Load.PodSpeedSamples = -1 }, `route.load.pod_speed_samples: must be between 0 (off) and 1e6, got -1`},
 		{"pod_speed_samples NaN", func(c *Config) { c.Route.Load.PodSpeedSamples = math.NaN() }, `route.load.pod_speed_samples: must be between 0 (off) and 1e6, got NaN`},
+		{"pod_speed_foreign over 1", func(c *Config) { c.Route.Load.PodSpeedForeign = 1.5 }, `route.load.pod_speed_foreign: must be between 0 (always) and 1, got 1.5`},
+		{"pod_speed_foreign NaN", func(c *Config) { c.Route.Load.PodSpeedForeign = math.NaN() }, `route.load.pod_speed_foreign: must be between 0 (always) and 1, got NaN`},
 		{"hedges above bound", func(c *Config) { c.Probe.Hedges = 65 }, `probe.hedges: must be <= 64`},
 		{"weight queue", func(c *Config) { c.Route.Weights.Queue = -1 }, `route.weights.queue: must be a finite number >= 0`},
 		{"weight kv nan", func(c *Config) { c.Route.Weights.KVCache = nan() }, `route.weights.kv_cache: must be a finite number >= 0`},

@@ -47,6 +47,14 @@ type LoadModel struct {
 	// when first read is weighed by pod_speed alone. 0: off. Read only
 	// with learn_speed. Default DefaultPodSpeedSamples.
 	PodSpeedSamples float64 `yaml:"pod_speed_samples"`
+	// PodSpeedForeign: with pod_speed_samples, the seed applies to a
+	// backend only while its reports show other clients' requests: a
+	// mean share (over reports, each weighing 1/5) of the pod's running
+	// + waiting beyond this proxy's own in flight there of at least
+	// PodSpeedForeign. A lone proxy (no other clients) thus scores with
+	// its own timings alone. 0: the seed applies always. In [0,1].
+	// Default DefaultPodSpeedForeign.
+	PodSpeedForeign float64 `yaml:"pod_speed_foreign"`
 	// DefaultOutputTokens: expected output of a request that does not fix
 	// it (no ignore_eos) before the per-model estimate has samples; capped
 	// by the request's max_tokens. Default 128.
@@ -73,8 +81,14 @@ const DefaultPodSpeed = 0.0
 // (bench/README.md, issue 13 session 8).
 const DefaultPodSpeedSamples = 0.0
 
+// DefaultPodSpeedForeign is route.load.pod_speed_foreign's default: a
+// quarter of the pod's requests from other clients. With R replicas
+// sharing a fleet evenly a replica sees a share of about (R-1)/R (7/8 at
+// R=8, 1/2 at R=2); a lone proxy sees none.
+const DefaultPodSpeedForeign = 0.25
+
 func defaultLoad() LoadModel {
-	return LoadModel{Mode: LoadTokens, DecodeWeight: 0, RunningWeight: 1, WaitingWeight: 1, LearnSpeed: true, PodSpeed: DefaultPodSpeed, PodSpeedSamples: DefaultPodSpeedSamples, DefaultOutputTokens: 128}
+	return LoadModel{Mode: LoadTokens, DecodeWeight: 0, RunningWeight: 1, WaitingWeight: 1, LearnSpeed: true, PodSpeed: DefaultPodSpeed, PodSpeedSamples: DefaultPodSpeedSamples, PodSpeedForeign: DefaultPodSpeedForeign, DefaultOutputTokens: 128}
 }
 
 func (v *checker) load(l LoadModel) {
@@ -88,6 +102,9 @@ func (v *checker) load(l LoadModel) {
 	}
 	if !(l.PodSpeedSamples >= 0 && l.PodSpeedSamples <= 1e6) {
 		v.add("route.load.pod_speed_samples", "must be between 0 (off) and 1e6, got %v", l.PodSpeedSamples)
+	}
+	if !(l.PodSpeedForeign >= 0 && l.PodSpeedForeign <= 1) {
+		v.add("route.load.pod_speed_foreign", "must be between 0 (always) and 1, got %v", l.PodSpeedForeign)
 	}
 	if l.SpeedBand != 0 && l.SpeedBand < 1 {
 		v.add("route.load.speed_band", "must be 0 (off) or at least 1, got %v", l.SpeedBand)

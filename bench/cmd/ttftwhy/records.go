@@ -19,8 +19,8 @@ func writeRecords(dir, entry, strategy string, seed int64, rs []*fleetsim.Record
 			Replica: r.Replica, Pod: r.Pod, TTFTMs: ms(r.TTFT), Pods: make([]bench.PodSnap, len(r.Pods))}
 		for j, p := range r.Pods {
 			a.Pods[j] = bench.PodSnap{Running: p.Running, Waiting: p.Waiting, ViewQueue: p.ViewQueue, ViewPrefill: p.ViewPrefill,
-				ViewNs: p.ViewNs, ViewPodNs: p.ViewPodNs, ViewSamples: p.ViewSamples, ViewSeeded: p.ViewSeeded,
-				ScoreNs: load.Ns(p.ViewNs, p.ViewPodNs, p.ViewSamples, p.ViewSeeded)}
+				ViewNs: p.ViewNs, ViewPodNs: p.ViewPodNs, ViewSamples: p.ViewSamples, ViewSeeded: p.ViewSeeded, ViewForeign: p.ViewForeign,
+				ScoreNs: load.Ns(p.ViewNs, p.ViewPodNs, p.ViewSamples, load.Seeded(p.ViewSeeded, p.ViewForeign))}
 		}
 		out = append(out, a)
 	}
