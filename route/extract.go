@@ -292,10 +292,22 @@ func keyName(raw, buf []byte) []byte {
 	return out
 }
 
-// positiveInt returns the value at s when it is a positive integer that
-// fits an int, else 0.
+// maxTokensCap bounds the max_tokens (max_completion_tokens) Extract
+// reports: above any model's context, which bounds what a model server
+// generates (vLLM caps a request's output at its context or refuses it),
+// and low enough that the expected output of any number of requests in
+// flight sums without overflow (probe.State counts it in an int64). Read
+// as given, ten requests in flight asking for 999999999999999999 tokens
+// with ignore_eos wrapped their backend's pending decode count negative,
+// which reads as none: the backend looked idle to a load model weighing
+// decode (route.load.decode_weight).
+const maxTokensCap = 1 << 24
+
+// positiveInt returns the value at s when it is a positive integer, at
+// most maxTokensCap (a larger one, of any length, reads as the cap), else
+// 0.
 func positiveInt(body []byte, s span) int {
-	if !s.ok() || s.end-s.start > 18 {
+	if !s.ok() {
 		return 0
 	}
 	n := 0
@@ -303,9 +315,11 @@ func positiveInt(body []byte, s span) int {
 		if c < '0' || c > '9' {
 			return 0
 		}
-		n = n*10 + int(c-'0')
+		if n < maxTokensCap {
+			n = n*10 + int(c-'0')
+		}
 	}
-	return n
+	return min(n, maxTokensCap)
 }
 
 // hashBlocks splits text into full blocks of blockChars bytes and writes the

@@ -66,6 +66,11 @@ func TestExtractSizes(t *testing.T) {
 		{"max_tokens wins over max_completion_tokens", `{"prompt":"x","max_tokens":5,"max_completion_tokens":9}`, 1, 5, false},
 		{"bad max_tokens ignored", `{"prompt":"x","max_tokens":-3,"ignore_eos":"yes"}`, 1, 0, false},
 		{"float max_tokens ignored", `{"prompt":"x","max_tokens":2.5}`, 1, 0, false},
+		{"max_tokens over the cap", `{"prompt":"x","max_tokens":999999999999999999,"ignore_eos":true}`, 1, maxTokensCap, true},
+		{"max_tokens of any length", `{"prompt":"x","max_completion_tokens":123456789012345678901234567890}`, 1, maxTokensCap, false},
+		{"max_tokens at the cap", `{"prompt":"x","max_tokens":16777216}`, 1, maxTokensCap, false},
+		{"max_tokens under the cap", `{"prompt":"x","max_tokens":16777215}`, 1, maxTokensCap - 1, false},
+		{"leading zeros", `{"prompt":"x","max_tokens":0000000000000000000000012}`, 1, 12, false},
 		{"no prompt", `{"model":"m"}`, 0, 0, false},
 	}
 	var e extractor
