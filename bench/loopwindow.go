@@ -24,8 +24,10 @@ type LoopWindow struct {
 
 // OpenLoopWindows is OpenLoop that also splits the run by send time into
 // windows of length w, to show how latency moves within a run (a queue
-// that forms and drains, or one that stays).
-func OpenLoopWindows(ctx context.Context, url string, rate int, dur, w time.Duration, netHTTP bool) (VegetaRun, []LoopWindow) {
+// that forms and drains, or one that stays). maxWorkers > 0 bounds the
+// requests in flight, and so the generator's connections, instead of the
+// overhead scenario's 512 (see openLoop).
+func OpenLoopWindows(ctx context.Context, url string, rate int, dur, w time.Duration, netHTTP bool, maxWorkers int) (VegetaRun, []LoopWindow) {
 	type sent struct {
 		ts     time.Time
 		lat    time.Duration
@@ -33,7 +35,7 @@ func OpenLoopWindows(ctx context.Context, url string, rate int, dur, w time.Dura
 	}
 	var all []sent
 	var t0 time.Time
-	run := openLoop(ctx, url, rate, dur, netHTTP, func(r *vegeta.Result) {
+	run := openLoop(ctx, url, rate, dur, netHTTP, maxWorkers, func(r *vegeta.Result) {
 		if t0.IsZero() || r.Timestamp.Before(t0) {
 			t0 = r.Timestamp
 		}

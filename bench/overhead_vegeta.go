@@ -82,12 +82,18 @@ func runVegeta(ctx context.Context, url string, rate int, dur time.Duration) Veg
 // net/http's Transport instead of leanTransport, as the vegeta command line
 // does: the same load at about twice the generator's CPU per request.
 func OpenLoop(ctx context.Context, url string, rate int, dur time.Duration, netHTTP bool) VegetaRun {
-	return openLoop(ctx, url, rate, dur, netHTTP, nil)
+	return openLoop(ctx, url, rate, dur, netHTTP, 0, nil)
 }
 
 // openLoop is OpenLoop; each, when not nil, sees every result as it
-// arrives.
-func openLoop(ctx context.Context, url string, rate int, dur time.Duration, netHTTP bool, each func(*vegeta.Result)) VegetaRun {
+// arrives. maxWorkers > 0 replaces vegetaMaxWorkers as the bound on
+// requests in flight (and so on the generator's connections); at or below
+// vegeta's initial 64 workers the generator holds a fixed connection
+// count and, once they are all busy, sends late instead of opening more.
+func openLoop(ctx context.Context, url string, rate int, dur time.Duration, netHTTP bool, maxWorkers int, each func(*vegeta.Result)) VegetaRun {
+	if maxWorkers <= 0 {
+		maxWorkers = vegetaMaxWorkers
+	}
 	tr := vegeta.NewStaticTargeter(vegeta.Target{
 		Method: http.MethodPost,
 		URL:    url,
@@ -97,7 +103,7 @@ func openLoop(ctx context.Context, url string, rate int, dur time.Duration, netH
 	client := &http.Client{}
 	if netHTTP {
 		tp := &http.Transport{
-			MaxIdleConnsPerHost: vegetaMaxWorkers,
+			MaxIdleConnsPerHost: maxWorkers,
 			DisableCompression:  true,
 			IdleConnTimeout:     dur + 5*time.Second,
 		}
@@ -108,13 +114,13 @@ func openLoop(ctx context.Context, url string, rate int, dur time.Duration, netH
 		if i := strings.IndexByte(host, '/'); i >= 0 {
 			host = host[:i]
 		}
-		tp := newLeanTransport(host, vegetaMaxWorkers)
+		tp := newLeanTransport(host, maxWorkers)
 		defer tp.CloseIdleConnections()
 		client.Transport = tp
 	}
 	atk := vegeta.NewAttacker(
-		vegeta.Workers(64),
-		vegeta.MaxWorkers(vegetaMaxWorkers),
+		vegeta.Workers(uint64(min(64, maxWorkers))),
+		vegeta.MaxWorkers(uint64(maxWorkers)),
 		vegeta.Client(client),
 	)
 	var m vegeta.Metrics

@@ -24,16 +24,17 @@ func main() {
 	rate := fs.Int("rate", 10000, "requests per second offered")
 	dur := fs.Duration("duration", 3*time.Second, "length of the run")
 	window := fs.Duration("window", 0, "also print the run split by send time into windows this long (latency quantiles, in flight at each window's end), one JSON line each")
+	maxWorkers := fs.Int("max-workers", 0, "with -window: at most this many requests in flight, so at most this many connections (0: the overhead scenario's 512; at or below 64 the connection count is fixed and the generator sends late once all are busy)")
 	netHTTP := fs.Bool("nethttp", false, "send through net/http's Transport (as the vegeta command line does) instead of the bench's lean transport")
 	_ = fs.Parse(os.Args[1:])
 	if fs.NArg() != 1 {
-		fmt.Fprintln(os.Stderr, "usage: openloop [-rate N] [-duration D] [-nethttp] URL")
+		fmt.Fprintln(os.Stderr, "usage: openloop [-rate N] [-duration D] [-window W [-max-workers N]] [-nethttp] URL")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if *window > 0 {
-		run, wins := bench.OpenLoopWindows(ctx, fs.Arg(0), *rate, *dur, *window, *netHTTP)
+		run, wins := bench.OpenLoopWindows(ctx, fs.Arg(0), *rate, *dur, *window, *netHTTP, *maxWorkers)
 		for _, w := range wins {
 			b, _ := json.Marshal(w)
 			fmt.Println(string(b))
