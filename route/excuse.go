@@ -6,7 +6,7 @@ type excuseReason uint8
 
 const (
 	// excuseProgress: a non-stream first-byte timeout, or a stream's
-	// silence between its head and its first bytes (failAfterHead), while
+	// silence after its head (failAfterHead, bodyStream.finish), while
 	// the backend's token counters advanced (firstByteTimeoutOutcome):
 	// "progress".
 	excuseProgress excuseReason = iota
