@@ -32,3 +32,19 @@ func peekFD(fd uintptr, buf []byte) (int, error) {
 		}
 	}
 }
+
+// writeFD is write(2) as a raw system call, for a non-blocking socket (it
+// never blocks: see peekFD).
+func writeFD(fd uintptr, b []byte) (int, error) {
+	for {
+		n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+		switch e {
+		case 0:
+			return int(n), nil
+		case syscall.EINTR:
+			continue
+		default:
+			return -1, e
+		}
+	}
+}

@@ -175,7 +175,71 @@ func (g *guardedConn) Write(p []byte) (int, error) {
 			return 0, err
 		}
 	}
-	return g.sock.Load().raw.Write(p)
+	return g.writeOut(p)
+}
+
+// errAnsweredEarly: the backend answered (or closed) while a request was
+// still being written to it (writeOut).
+var errAnsweredEarly = errors.New("the backend answered before it read the whole request")
+
+// stallLook is how often a request write that cannot go out looks whether
+// the backend has answered meanwhile (writeOut).
+const stallLook = 20 * time.Millisecond
+
+// writeOut writes p, part of a request longer than maxHeldRequest, on the
+// current socket.
+//
+// A backend may answer before it has read the whole request (a 413 for a
+// body over its own limit, a 401 from a layer that never reads bodies)
+// and then neither read the rest nor close. A write of the rest would
+// stall on the full socket until its deadline (upstream.idle_timeout) and
+// the client would get a 504 instead of that answer, counted against the
+// backend. So on a plain TCP socket a write that cannot go out at once
+// waits for the socket in slices of stallLook, and before each it looks
+// whether the backend has answered (anything but an interim 1xx head) or
+// closed: if it has, the
+// write stops with errAnsweredEarly, a write error, on which RoundTrip
+// reads the answer (earlyAnswer) and closes the connection: the unsent
+// rest of the request would otherwise be read as the next one. A write
+// that goes out at once (the socket's buffer takes it) costs what it
+// always did: one write(2). Over TLS, or where the socket cannot be
+// peeked, the write waits for its deadline as before.
+func (g *guardedConn) writeOut(p []byte) (int, error) {
+	h := g.sock.Load()
+	if h.rec != nil || !h.raw.OK() || !g.peek.ok() {
+		return h.raw.Write(p)
+	}
+	n, done := g.peek.tryWrite(p)
+	if done {
+		return n, nil
+	}
+	by := g.writeBy.Load() // the deadline deadlineConn armed
+	defer func() {
+		// Give the socket back the deadline deadlineConn believes armed.
+		var t time.Time
+		if by != 0 {
+			t = time.Unix(0, by)
+		}
+		_ = h.Conn.SetWriteDeadline(t)
+	}()
+	for {
+		if g.peek.answered() {
+			return n, &net.OpError{Op: "write", Net: "tcp", Source: h.LocalAddr(), Addr: h.RemoteAddr(), Err: errAnsweredEarly}
+		}
+		slice := time.Now().Add(stallLook)
+		if by != 0 && slice.UnixNano() > by {
+			slice = time.Unix(0, by)
+		}
+		_ = h.Conn.SetWriteDeadline(slice)
+		k, err := h.raw.Write(p[n:])
+		n += k
+		if err == nil {
+			return n, nil
+		}
+		if !isTimeout(err) || (by != 0 && time.Now().UnixNano() >= by) {
+			return n, err
+		}
+	}
 }
 
 // check replaces a connection that carried a response when it holds

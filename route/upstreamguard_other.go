@@ -10,3 +10,10 @@ type peeker struct{}
 
 func (p *peeker) reset(net.Conn)      {}
 func (p *peeker) wroteOrClosed() bool { return false }
+func (p *peeker) ok() bool            { return false }
+
+// tryWrite is never called here (ok is false).
+func (p *peeker) tryWrite([]byte) (int, bool) { return 0, false }
+
+// answered is never called here (ok is false).
+func (p *peeker) answered() bool { return false }

@@ -3,6 +3,7 @@
 package route
 
 import (
+	"bytes"
 	"net"
 	"syscall"
 )
@@ -16,6 +17,16 @@ type peeker struct {
 	fn    func(fd uintptr) bool
 	ready bool
 	buf   [1]byte
+
+	// tryWrite's call, through rc.Write without waiting on the poller.
+	wfn  func(fd uintptr) bool
+	wbuf []byte
+	wn   int
+
+	// answered's peek of the start of what the backend wrote.
+	afn  func(fd uintptr) bool
+	abuf [12]byte
+	an   int
 }
 
 // reset points the peeker at socket c.
@@ -25,8 +36,70 @@ func (p *peeker) reset(c net.Conn) {
 		p.rc, _ = sc.SyscallConn()
 	}
 	if p.fn == nil {
-		p.fn = p.peek
+		p.fn, p.wfn, p.afn = p.peek, p.write, p.peekStart
 	}
+}
+
+// answered reports whether the backend has closed the socket or written
+// something other than the start of an interim (1xx) head: a final
+// answer, or bytes that are no answer at all. An interim head (a 100
+// Continue nobody asked for: the proxy strips Expect) is left to the
+// reader, which skips it, and is no reason to stop sending the request.
+func (p *peeker) answered() bool {
+	p.an = -1
+	_ = p.rc.Read(p.afn)
+	switch {
+	case p.an == 0:
+		return true // closed
+	case p.an < 0:
+		return false // nothing yet
+	}
+	b := p.abuf[:p.an]
+	if len(b) < len(p.abuf) {
+		// Too short to tell: an interim head may still be arriving.
+		return !bytes.HasPrefix([]byte("HTTP/1.1 1"), b[:min(len(b), 10)]) && !bytes.HasPrefix([]byte("HTTP/1.0 1"), b[:min(len(b), 10)])
+	}
+	return !isInformational(b)
+}
+
+func (p *peeker) peekStart(fd uintptr) bool {
+	n, err := peekFD(fd, p.abuf[:])
+	switch {
+	case n > 0:
+		p.an = n
+	case n == 0 && err == nil:
+		p.an = 0
+	}
+	return true
+}
+
+// ok reports whether the peeker has a socket to look at.
+func (p *peeker) ok() bool { return p.rc != nil }
+
+// tryWrite writes what of b the socket takes now, without waiting for it,
+// and reports how much and whether that was all of b. Any error (the
+// socket's full buffer, a reset) leaves the rest to the caller's write,
+// which waits for the socket or reports the error.
+func (p *peeker) tryWrite(b []byte) (int, bool) {
+	if len(b) == 0 {
+		return 0, true
+	}
+	p.wbuf, p.wn = b, 0
+	_ = p.rc.Write(p.wfn)
+	n := p.wn
+	p.wbuf = nil
+	return n, n == len(b)
+}
+
+func (p *peeker) write(fd uintptr) bool {
+	for p.wn < len(p.wbuf) {
+		n, err := writeFD(fd, p.wbuf[p.wn:])
+		if err != nil || n <= 0 {
+			break
+		}
+		p.wn += n
+	}
+	return true // never wait on the poller
 }
 
 func (p *peeker) peek(fd uintptr) bool {
