@@ -158,3 +158,53 @@ func TestResentServerErrorsForgottenWithTheBackend(t *testing.T) {
 		t.Fatalf("series after the backend was forgotten: %v", got)
 	}
 }
+
+// Each probe outcome the prober reports is counted under its own label
+// value of probegate_probes_total, exactly, and an outcome the metrics do
+// not know under none; answered probes (ok) alone feed the duration
+// histogram. Counting one, the probe policy's cost per candidate of every
+// request, does not allocate.
+func TestEveryProbeOutcomeCountsUnderItsOwnLabel(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := newMetrics(reg, &Proxy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outcomes := []string{probe.OutcomeOK, probe.OutcomeTimeout, probe.OutcomeError, probe.OutcomeCancelled, probe.OutcomeHedge, probe.OutcomeSkippedFresh, probe.OutcomeCoalesced, probe.OutcomeSkippedSlow, probe.OutcomeSkippedRecent}
+	for i, o := range outcomes {
+		for range i + 1 {
+			m.Probe(o, time.Millisecond)
+		}
+	}
+	m.Probe("bogus", time.Millisecond)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	var durations uint64
+	for _, mf := range mfs {
+		switch mf.GetName() {
+		case "probegate_probes_total":
+			for _, s := range mf.GetMetric() {
+				got[s.GetLabel()[0].GetValue()] = s.GetCounter().GetValue()
+			}
+		case "probegate_probe_duration_seconds":
+			durations = mf.GetMetric()[0].GetHistogram().GetSampleCount()
+		}
+	}
+	for i, o := range outcomes {
+		if got[o] != float64(i+1) {
+			t.Errorf("probes_total{outcome=%q} = %v, want %d", o, got[o], i+1)
+		}
+	}
+	if len(got) != len(outcomes) {
+		t.Errorf("outcome series %v, want exactly %v", slices.Sorted(maps.Keys(got)), outcomes)
+	}
+	if durations != 1 {
+		t.Errorf("probe durations observed %d, want 1 (the ok probe)", durations)
+	}
+	if n := leastAllocsPerRun(100, func() { m.Probe(probe.OutcomeSkippedFresh, 0) }); n != 0 {
+		t.Errorf("counting a probe outcome: %v allocs", n)
+	}
+}
