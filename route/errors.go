@@ -72,6 +72,7 @@ const (
 	failReset                          // closed or reset after the write, before the first byte
 	failTimeout                        // upstream.first_byte_timeout (or the write's deadline): 504
 	failServerError                    // a 5xx answer re-sent for a second opinion (second_opinion.go)
+	failTooMany                        // a 429 answer re-sent to another backend (overload.go)
 )
 
 // failure is how one forwarded attempt failed.

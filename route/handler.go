@@ -203,8 +203,8 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 		if reason == retryNone {
 			break
 		}
-		if reason == retryServerError {
-			resent = true
+		if reason == retryServerError || reason == retryTooMany {
+			resent = true // one answer re-sent per request
 		}
 		if f.kind == failWrite {
 			// Never delivered whole, so no drop (poison.go). On a pooled
@@ -326,6 +326,8 @@ const (
 	retryBreaker                        // the breaker refused the attempt: "breaker"
 	retryAfterHead                      // closed or reset after the head, before the body's first byte: "after_head"
 	retryServerError                    // a 5xx answer re-sent for a second opinion: "server_error"
+	retryTooMany                        // a 429 answer re-sent to another backend: "too_many_requests"
+	retryReasons                        // how many reasons there are
 )
 
 // retryReasonFor decides whether a failed attempt on b may be re-picked,
@@ -343,6 +345,8 @@ func retryReasonFor(f failure, onReset bool) retryReason {
 		return retryConnect
 	case failServerError:
 		return retryServerError
+	case failTooMany:
+		return retryTooMany
 	case failWrite:
 		r = retryReset
 	case failReset:

@@ -27,8 +27,8 @@ type Metrics struct {
 	scrapesVec      *prometheus.CounterVec
 	scrapeIntervalV *prometheus.GaugeVec
 	retriesVec      *prometheus.CounterVec
-	resentVec       *prometheus.CounterVec                   // 5xx answers re-sent for a second opinion, by backend and code
-	retries         [retryServerError + 1]prometheus.Counter // by retryReason
+	resentVec       *prometheus.CounterVec           // 5xx answers re-sent for a second opinion, by backend and code
+	retries         [retryReasons]prometheus.Counter // by retryReason
 	shed            prometheus.Counter
 	// progressScrapes counts the progress watch's answered scrapes
 	// (progress_watch.go); excused the failures the breaker was not told
@@ -100,7 +100,7 @@ func newMetrics(reg prometheus.Registerer, p *Proxy) (*Metrics, error) {
 		}, []string{"backend"}),
 		retriesVec: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "probegate_retries_total",
-			Help: "Attempts re-picked before any response byte reached the client, by reason of the failed attempt: connect (dial failed), reset (connection closed or reset before the first response byte, e.g. a stale keep-alive connection to a restarted pod), breaker (breaker refused), after_head (connection closed or reset after the response head, before any body byte reached the client).",
+			Help: "Attempts re-picked before any response byte reached the client, by reason of the failed attempt: connect (dial failed), reset (connection closed or reset before the first response byte, e.g. a stale keep-alive connection to a restarted pod), breaker (breaker refused), after_head (connection closed or reset after the response head, before any body byte reached the client), server_error (a 5xx answer re-sent for a second opinion), too_many_requests (a 429 answer re-sent to another backend).",
 		}, []string{"reason"}),
 		resentVec: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "probegate_resent_server_errors_total",
@@ -136,6 +136,7 @@ func newMetrics(reg prometheus.Registerer, p *Proxy) (*Metrics, error) {
 	m.retries[retryBreaker] = m.retriesVec.WithLabelValues("breaker")
 	m.retries[retryAfterHead] = m.retriesVec.WithLabelValues("after_head")
 	m.retries[retryServerError] = m.retriesVec.WithLabelValues("server_error")
+	m.retries[retryTooMany] = m.retriesVec.WithLabelValues("too_many_requests")
 	// DESIGN.md's four sources, and none (a blind policy, round_robin or
 	// random, decided on no state), are always exported. The benchmark's
 	// oracle series exists only in a proxy built with a view source

@@ -1,6 +1,10 @@
 package route
 
-import "github.com/valyala/fasthttp"
+import (
+	"errors"
+
+	"github.com/valyala/fasthttp"
+)
 
 // An explicit overload answer never counts against a backend's breaker.
 //
@@ -15,13 +19,35 @@ import "github.com/valyala/fasthttp"
 // an answer is re-sent to another backend when it can be, as any 5xx is
 // (retries_total{reason="server_error"}, resent_server_errors_total), and
 // its breaker ticket is decided at once as neither success nor failure
-// (breaker_excused_total{reason="overloaded"}), without a canary. A 429
-// was never a failure (outcomeForStatus) and still goes to the client: it
-// asks the client to slow down. A 503 without Retry-After keeps the
+// (breaker_excused_total{reason="overloaded"}), without a canary. A 503
+// without Retry-After keeps the
 // canary and the second opinion: a dead engine or a broken pod does not
 // promise a retry time. The cost: a pod that answers 503 with Retry-After
 // to everything is never ejected; its requests go to the others when a
 // retry is left, and the policies see its load.
+
+//
+// A 429 is never a failure (outcomeForStatus), and it too is re-sent to
+// another backend when it can be (one re-send per request, within
+// upstream.retries: retries_total{reason="too_many_requests"}); when it
+// cannot be, or the other backend answers 429 as well, it reaches the
+// client as the backend sent it, Retry-After included. vLLM itself never
+// answers 429 (its overload answers, where it has any, are 503); a 429
+// behind this proxy comes from something in front of one pod: a sidecar's
+// local rate limit (Envoy's local_ratelimit filter keeps one token bucket
+// per Envoy process, so per pod), an authenticating layer's per-pod quota.
+// That is one pod's admission limit, not the fleet's, and passing it to
+// the client would lose an answer another pod could give: the client, who
+// cannot choose a pod, only backs off. Where the limit is shared by every
+// pod (one quota service), the re-send costs one more refused attempt, a
+// few milliseconds, and the client gets the same 429. Where each pod
+// keeps its own per-client bucket, the re-send lets a client use a second
+// pod's bucket, as a load balancer spreading that client over the pods
+// already does.
+
+// errTooManyRequests is a 429 answer the proxy re-sends instead of
+// answering with it.
+var errTooManyRequests = errors.New("upstream answered 429: re-sent to another backend")
 
 // overloaded reports whether an answer with status and head h is the
 // backend's explicit overload answer: 503 with a Retry-After field.

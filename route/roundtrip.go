@@ -108,6 +108,12 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 	if rc.suspect != nil {
 		p.secondOpinion(rc, status) // on the re-sent 5xx (second_opinion.go)
 	}
+	if status == fasthttp.StatusTooManyRequests && p.resendServerError(rc) {
+		// One backend's admission limit, not the fleet's: another
+		// backend may have room (overload.go). Never a failure.
+		p.abandon(b, resp, ticket, &work, breaker.Ignore)
+		return failure{kind: failTooMany}, errors.Join(ErrUpstream, errTooManyRequests)
+	}
 	if overloaded(status, &resp.Header) {
 		// The backend says it is overloaded, not broken: never counted
 		// against its breaker (overload.go), re-sent when it can be.
