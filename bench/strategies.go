@@ -62,7 +62,8 @@ var AllStrategies = []string{RoundRobin, Random, LeastInflight, Cached, CachedAd
 // clients: route.load.pod_speed_foreign 0), probe_podgate8, _podgate16
 // (pod_speed_samples 8, 16 with pod_speed_foreign at its default: the seed
 // only while the pod's reports show other clients' requests),
-// probe_podseed0 (pod_speed_samples 0: no seed), probe_scrape100 (scrape.interval and
+// probe_podseed0 (pod_speed_samples 0: no seed, the default until issue
+// 13 session 10; probe is now probe_podgate8), probe_scrape100 (scrape.interval and
 // scrape.max_interval 100 ms instead of 1 s: fresher cached views of the
 // backends this proxy does not probe, at 10x the scrapes of an idle
 // backend), probe_ownpace (scrape.foreign_change 0: the adaptive interval

@@ -74,12 +74,18 @@ type LoadModel struct {
 // while fleetsim showed +-1% (bench/README.md, issue 13 session 6).
 const DefaultPodSpeed = 0.0
 
-// DefaultPodSpeedSamples is route.load.pod_speed_samples's default: off.
-// In fleetsim's trace replay on the hetero fleet with long-lived pods, 8
-// made p99 TTFT 0.88x at R=8 but 1.02-1.09x pooled at R=1 (0.97-0.99 per
-// window); live at R=8 it was 1.13x worse per seed (6 seeds in two holds)
-// (bench/README.md, issue 13 session 8).
-const DefaultPodSpeedSamples = 0.0
+// DefaultPodSpeedSamples is route.load.pod_speed_samples's default: 8,
+// with the seed gated on other clients (DefaultPodSpeedForeign). On the
+// code trace replayed on the hetero fleet with long-lived pods at 8
+// replicas it made p99 TTFT 0.87x probe's without it in fleetsim (30
+// windows, 24 lower) and 0.91x per seed live (20 seeds, 13 lower); behind
+// a lone proxy the gate stayed closed (fleetsim identical; live, a foreign
+// share of 0 at every decision), where the ungated seed had cost 1.07x
+// (fleetsim) and 1.10x per seed (live, session 9). Fresh pods are never
+// seeded. Cost: fleetsim's homogeneous workloads with long-lived pods at 8
+// replicas, 1.01-1.05x per window; live replicas_r8 0.93x per seed (6
+// seeds) (bench/README.md, issue 13 session 10).
+const DefaultPodSpeedSamples = 8.0
 
 // DefaultPodSpeedForeign is route.load.pod_speed_foreign's default: a
 // quarter of the pod's requests from other clients. With R replicas
