@@ -38,10 +38,13 @@ func (o *Outcome) OK() bool { return o.Err == "" && o.Status == http.StatusOK }
 // NewHTTPClient returns the shared streaming client of a run: keep-alive,
 // no compression, enough idle connections per host for the run's peak
 // concurrency, idle connections dropped before vLLM's 5 s keep-alive.
-func NewHTTPClient() *http.Client {
+func NewHTTPClient() *http.Client { return newHTTPClient(2 * time.Second) }
+
+// newHTTPClient is NewHTTPClient with dials bounded by dial.
+func newHTTPClient(dial time.Duration) *http.Client {
 	tr := &http.Transport{
 		Proxy:               nil,
-		DialContext:         (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		DialContext:         (&net.Dialer{Timeout: dial, KeepAlive: 30 * time.Second}).DialContext,
 		MaxIdleConns:        4096,
 		MaxIdleConnsPerHost: 1024,
 		IdleConnTimeout:     4 * time.Second,

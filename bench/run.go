@@ -31,6 +31,12 @@ type Setup struct {
 	// hook snapshots the fleet. A diagnostic (-records): it reads every
 	// server's state and the replica's backends on each arrival.
 	Records bool
+	// DialTimeout, when set, bounds the load generator's dials and is each
+	// proxy's upstream.connect_timeout; zero keeps NewHTTPClient's 2 s and
+	// the config's default. For tests that hold generator, proxies and pods
+	// in one -race process on a shared machine, where a loopback dial can
+	// wait seconds for a processor: a bench figure keeps the defaults.
+	DialTimeout time.Duration
 }
 
 // RunResult is everything measured in one run of one strategy.
@@ -87,7 +93,7 @@ func RunOne(ctx context.Context, su Setup, strategy string, reqs []Req, perReq t
 	}()
 	t := Targets{Servers: fleet.URLs()}
 	for range reps {
-		p, err := StartProxy(strategy, fleet)
+		p, err := StartProxy(strategy, fleet, su.DialTimeout)
 		if err != nil {
 			return nil, fmt.Errorf("start proxy %s: %w", strategy, err)
 		}
@@ -95,6 +101,9 @@ func RunOne(ctx context.Context, su Setup, strategy string, reqs []Req, perReq t
 		t.Proxies = append(t.Proxies, p.URL)
 	}
 	c := NewHTTPClient()
+	if su.DialTimeout > 0 {
+		c = newHTTPClient(su.DialTimeout)
+	}
 	defer c.CloseIdleConnections()
 	var arr *arrivals
 	if su.Records {

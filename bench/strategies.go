@@ -217,11 +217,15 @@ type ProxyInstance struct {
 }
 
 // StartProxy starts a probegate with strategy s on a loopback socket in
-// front of fleet.
-func StartProxy(s string, fleet *vllmsim.Fleet) (*ProxyInstance, error) {
+// front of fleet; connect, when set, is its upstream.connect_timeout
+// (Setup.DialTimeout).
+func StartProxy(s string, fleet *vllmsim.Fleet, connect time.Duration) (*ProxyInstance, error) {
 	cfg, err := StrategyConfig(s, fleet.URLs())
 	if err != nil {
 		return nil, err
+	}
+	if connect > 0 {
+		cfg.Upstream.ConnectTimeout = config.Duration(connect)
 	}
 	opts := route.Options{Config: cfg, Registerer: prometheus.NewRegistry()}
 	if UsesOracle(s) {
