@@ -29,6 +29,24 @@ const stuckMetrics = "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_
 	"# TYPE vllm:prompt_tokens_total counter\nvllm:prompt_tokens_total{model_name=\"m\"} 100\n" +
 	"# TYPE vllm:generation_tokens_total counter\nvllm:generation_tokens_total{model_name=\"m\"} 200\n"
 
+// startStuckBackend is a raw backend whose /metrics answers stuckMetrics
+// and whose every other request gets sent, then silence until the proxy
+// closes it: a stuck engine.
+func startStuckBackend(t *testing.T, sent string) *rawBackend {
+	t.Helper()
+	return startRawBackend(t, func(c net.Conn, _ int, head []byte) bool {
+		if strings.HasPrefix(string(head), "GET /metrics ") {
+			_, err := fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n%s", len(stuckMetrics), stuckMetrics)
+			return err == nil
+		}
+		if _, err := io.WriteString(c, sent); err != nil {
+			return false
+		}
+		_, _ = io.Copy(io.Discard, c) // silent until the proxy gives up
+		return false
+	})
+}
+
 // A client that queues streams on a working pod (here one batch seat;
 // with vLLM, its seats or its KV cache full) gets 504s for the streams
 // whose first token waits past upstream.idle_timeout after their head,
@@ -76,17 +94,7 @@ func TestQueuedStreamsNeverOpenAProgressingBackendsBreaker(t *testing.T) {
 // /metrics answers with token counters that stand still, still opens its
 // breaker after breaker.consecutive_failures such silences.
 func TestStreamSilentAfterItsHeadStillOpensAStuckBackendsBreaker(t *testing.T) {
-	be := startRawBackend(t, func(c net.Conn, _ int, head []byte) bool {
-		if strings.HasPrefix(string(head), "GET /metrics ") {
-			_, err := fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n%s", len(stuckMetrics), stuckMetrics)
-			return err == nil
-		}
-		if _, err := io.WriteString(c, hhSSEHead); err != nil {
-			return false
-		}
-		_, _ = io.Copy(io.Discard, c) // silent until the proxy gives up
-		return false
-	})
+	be := startStuckBackend(t, hhSSEHead)
 	cfg := queuedStreamConfig(be.url())
 	tp := startProxy(t, cfg)
 	url := tp.url("/v1/completions")
@@ -156,17 +164,7 @@ func TestPreemptedStreamsNeverOpenAProgressingBackendsBreaker(t *testing.T) {
 // /metrics answers with token counters that stand still, still opens its
 // breaker after breaker.consecutive_failures such silences.
 func TestStreamSilentMidwayStillOpensAStuckBackendsBreaker(t *testing.T) {
-	be := startRawBackend(t, func(c net.Conn, _ int, head []byte) bool {
-		if strings.HasPrefix(string(head), "GET /metrics ") {
-			_, err := fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n%s", len(stuckMetrics), stuckMetrics)
-			return err == nil
-		}
-		if _, err := io.WriteString(c, hhSSEHead+"d\r\ndata: first\n\n\r\n"); err != nil {
-			return false
-		}
-		_, _ = io.Copy(io.Discard, c) // silent until the proxy gives up
-		return false
-	})
+	be := startStuckBackend(t, hhSSEHead+"d\r\ndata: first\n\n\r\n")
 	cfg := queuedStreamConfig(be.url())
 	tp := startProxy(t, cfg)
 	url := tp.url("/v1/completions")
