@@ -131,7 +131,7 @@ func releasePumpBuf(buf *[]byte) {
 // error envelope (see retryReasonFor).
 //
 // A stream's silence after its head is judged as a non-stream answer's
-// wait for its head (firstByteTimeoutOutcome): vLLM sends a stream's head
+// wait for its head (silenceOutcome): vLLM sends a stream's head
 // once it accepted the request, and its first token only after the
 // request's turn in the queue and its prefill, which other clients' work
 // lengthens. Counted always, a client queueing long streams on a working
@@ -141,9 +141,7 @@ func (p *Proxy) failAfterHead(rt *settings, b *Backend, resp *fasthttp.Response,
 	f := failure{kind: classifyBody(err), afterHead: true, late: p.now().Sub(sent) >= rt.firstByte}
 	outcome := breaker.Failure
 	if f.kind == failTimeout && isSSE(&resp.Header) {
-		if outcome = firstByteTimeoutOutcome(false, b.state, sent); outcome == breaker.Ignore {
-			outcome = p.excuse(excuseProgress)
-		}
+		outcome = p.silenceOutcome(b.state, sent)
 	}
 	p.abandon(b, resp, ticket, work, outcome)
 	if f.kind == failTimeout {

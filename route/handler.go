@@ -27,8 +27,8 @@ type reqCtx struct {
 	// clientClose: the client asked to close its connection after this
 	// response (Connection: close, or HTTP/1.0 without keep-alive).
 	clientClose bool
-	// ntried: entries of tried in use. resend5xx: a 5xx answer to the
-	// attempt under way may be re-sent (second_opinion.go); suspect: the
+	// ntried: entries of tried in use. resend5xx: a 5xx or 429 answer to
+	// the attempt under way may be re-sent (second_opinion.go, overload.go); suspect: the
 	// backend whose 5xx was, and suspectTicket its breaker claim, decided
 	// by the next answer's status.
 	ntried        int

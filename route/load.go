@@ -96,7 +96,7 @@ func (m *LoadModel) Queue(v *probe.View, in *LoadInput) float64 {
 // BriefQueue(v.Brief(), in).
 func (m *LoadModel) BriefQueue(v *probe.Brief, in *LoadInput) float64 {
 	if !m.Tokens {
-		return m.requestQueue(v.Queue, m.briefNs(v), in)
+		return m.requestQueue(v.Queue, m.BriefNs(v), in)
 	}
 	if in.MeanPrompt <= 0 || in.RefNs <= 0 {
 		return v.Queue
@@ -114,7 +114,7 @@ func (m *LoadModel) BriefQueue(v *probe.Brief, in *LoadInput) float64 {
 	// not past it needs a seat too (its prefill tokens alone make a short
 	// prompt behind a cached prefix look nearly free): WaitingWeight.
 	running := max(v.Queue-waiting, 0)
-	ns := m.briefNs(v)
+	ns := m.BriefNs(v)
 	if ns <= 0 || m.IgnoreSpeed {
 		ns = in.RefNs
 	}
@@ -174,14 +174,11 @@ func (m *LoadModel) viewNs(v *probe.View) float64 {
 	return m.Ns(v.NsPerToken, v.PodNsPerToken, v.SpeedSamples, m.Seeded(v.PodSeeded, v.ForeignShare))
 }
 
-// briefNs is Ns of the speeds b carries.
-func (m *LoadModel) briefNs(b *probe.Brief) float64 {
-	return m.Ns(b.NsPerToken, b.PodNsPerToken, b.SpeedSamples, m.Seeded(b.PodSeeded, b.ForeignShare))
-}
-
 // BriefNs is the ns per prefill token the model scores the backend b
 // describes with: Ns of b's speeds, seeded as Seeded says.
-func (m *LoadModel) BriefNs(b *probe.Brief) float64 { return m.briefNs(b) }
+func (m *LoadModel) BriefNs(b *probe.Brief) float64 {
+	return m.Ns(b.NsPerToken, b.PodNsPerToken, b.SpeedSamples, m.Seeded(b.PodSeeded, b.ForeignShare))
+}
 
 // Seeded reports whether Ns treats a backend's pod-reported speed as a
 // long-lived pod's seed (PodSamples' weight): it started from the pod's
@@ -209,7 +206,7 @@ func (m *LoadModel) RefNs(views []probe.View) float64 {
 func (m *LoadModel) briefRefNs(briefs []probe.Brief) float64 {
 	sum, n := 0.0, 0
 	for i := range briefs {
-		if ns := m.briefNs(&briefs[i]); ns > 0 {
+		if ns := m.BriefNs(&briefs[i]); ns > 0 {
 			sum += ns
 			n++
 		}

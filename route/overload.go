@@ -20,12 +20,11 @@ import (
 // (retries_total{reason="server_error"}, resent_server_errors_total), and
 // its breaker ticket is decided at once as neither success nor failure
 // (breaker_excused_total{reason="overloaded"}), without a canary. A 503
-// without Retry-After keeps the
-// canary and the second opinion: a dead engine or a broken pod does not
-// promise a retry time. The cost: a pod that answers 503 with Retry-After
-// to everything is never ejected; its requests go to the others when a
-// retry is left, and the policies see its load.
-
+// without Retry-After keeps the canary and the second opinion: a dead
+// engine or a broken pod does not promise a retry time. The cost: a pod
+// that answers 503 with Retry-After to everything is never ejected; its
+// requests go to the others when a retry is left, and the policies see
+// its load.
 //
 // A 429 is never a failure (outcomeForStatus), and it too is re-sent to
 // another backend when it can be (one re-send per request, within

@@ -74,9 +74,7 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 		f := failure{kind: classify(err), undelivered: errors.Is(err, errUndelivered)}
 		outcome := upstreamErrOutcome(err)
 		if f.kind == failTimeout {
-			if outcome = firstByteTimeoutOutcome(rc.info.Stream, b.state, sent); outcome == breaker.Ignore {
-				outcome = p.excuse(excuseProgress)
-			}
+			outcome = p.firstByteTimeoutOutcome(rc.info.Stream, b.state, sent)
 		}
 		if (f.kind == failReset || f.kind == failWrite) && reused {
 			f.stale = true
@@ -108,7 +106,7 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 	if rc.suspect != nil {
 		p.secondOpinion(rc, status) // on the re-sent 5xx (second_opinion.go)
 	}
-	if status == fasthttp.StatusTooManyRequests && p.resendServerError(rc) {
+	if status == fasthttp.StatusTooManyRequests && p.resendable(rc) {
 		// One backend's admission limit, not the fleet's: another
 		// backend may have room (overload.go). Never a failure.
 		p.abandon(b, resp, ticket, &work, breaker.Ignore)
@@ -117,7 +115,7 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 	if overloaded(status, &resp.Header) {
 		// The backend says it is overloaded, not broken: never counted
 		// against its breaker (overload.go), re-sent when it can be.
-		if p.resendServerError(rc) {
+		if p.resendable(rc) {
 			p.metrics.resent(b, status)
 			p.abandon(b, resp, ticket, &work, p.excuse(excuseOverloaded))
 			return failure{kind: failServerError}, errors.Join(ErrUpstream, errServerError)
@@ -125,7 +123,7 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 		ticket.Done(p.excuse(excuseOverloaded))
 		ticket = breaker.Ticket{}
 	} else if status >= 500 {
-		if p.resendServerError(rc) {
+		if p.resendable(rc) {
 			// Re-sent to another backend, whose answer decides the
 			// ticket (second_opinion.go).
 			rc.suspect, rc.suspectTicket = b, ticket
@@ -337,9 +335,23 @@ func (p *Proxy) reap() {
 // answers shows no progress and trips the breaker as before; so does a
 // backend whose /metrics does not answer or carries no vLLM token
 // counters.
-func firstByteTimeoutOutcome(stream bool, st *probe.State, sent time.Time) breaker.Outcome {
-	if !stream && st.ProgressedSince(sent) {
-		return breaker.Ignore
+func (p *Proxy) firstByteTimeoutOutcome(stream bool, st *probe.State, sent time.Time) breaker.Outcome {
+	if stream {
+		return breaker.Failure
+	}
+	return p.silenceOutcome(st, sent)
+}
+
+// silenceOutcome is the breaker outcome of a wait for a backend's bytes,
+// begun at since, that a timeout ended: excused (excuseProgress) when two
+// of the backend's reports taken since show its token counters advancing
+// (probe.State.ProgressedSince), a failure otherwise. The rule of a
+// non-stream answer's head (firstByteTimeoutOutcome), of a stream's first
+// bytes after its head (failAfterHead) and of a stream's silence midway
+// (bodyStream.finish).
+func (p *Proxy) silenceOutcome(st *probe.State, since time.Time) breaker.Outcome {
+	if st.ProgressedSince(since) {
+		return p.excuse(excuseProgress)
 	}
 	return breaker.Failure
 }

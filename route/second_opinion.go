@@ -47,10 +47,11 @@ import (
 // with it.
 var errServerError = errors.New("upstream answered 5xx: re-sent for a second opinion")
 
-// resendServerError reports whether a 5xx answer to the attempt under way
-// is re-sent: rc.resend5xx (a retry left, none re-sent yet) and an
-// eligible backend other than those tried. Called only on a 5xx answer.
-func (p *Proxy) resendServerError(rc *reqCtx) bool {
+// resendable reports whether an answer to the attempt under way is re-sent
+// rather than passed to the client: rc.resend5xx (a retry left, no answer
+// re-sent yet) and an eligible backend other than those tried. Asked on a
+// 5xx answer (second opinion, overload) and on a 429 (overload.go).
+func (p *Proxy) resendable(rc *reqCtx) bool {
 	if !rc.resend5xx {
 		return false
 	}

@@ -178,14 +178,13 @@ func (s *bodyStream) finish() {
 		a.outcome = outcomeForStatus(a.status)
 	case s.upErr != nil:
 		a.outcome = breaker.Failure
-		if s.sse && errors.Is(s.upErr, ErrUpstreamTimeout) && s.b.state.ProgressedSince(s.p.now().Add(-s.idle)) {
-			// Silent for upstream.idle_timeout while the backend's token
-			// counters advanced: vLLM preempted the request (its KV
-			// cache full, which other clients' work fills) and will
-			// resume it, or it waits for its first token; the backend
-			// is working (firstByteTimeoutOutcome's rule, over the
-			// silence).
-			a.outcome = s.p.excuse(excuseProgress)
+		if s.sse && errors.Is(s.upErr, ErrUpstreamTimeout) {
+			// Silent for upstream.idle_timeout: excused if the backend's
+			// token counters advanced meanwhile (silenceOutcome): vLLM
+			// preempted the request (its KV cache full, which other
+			// clients' work fills) and will resume it, or it waits for
+			// its first token; the backend is working.
+			a.outcome = s.p.silenceOutcome(s.b.state, s.p.now().Add(-s.idle))
 		}
 		a.err = s.upErr
 	default:
