@@ -83,6 +83,9 @@ func newReplica(s *sim, idx int, strategy string, addrs []string, seed uint64) (
 	if err != nil {
 		return nil, err
 	}
+	if err := applyTweaks(cfg, s.tweaks); err != nil {
+		return nil, fmt.Errorf("strategy %s: %w", strategy, err)
+	}
 	r := &replica{
 		idx: idx, s: s, clock: &vclock{s: s},
 		rng:           rand.New(rand.NewPCG(seed, uint64(idx)+0x7265706c)),

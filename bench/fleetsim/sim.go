@@ -40,6 +40,9 @@ type Config struct {
 	// PodSlowdown[i] on top of Slowdown (a hetero fleet: 2 for a pod 2x
 	// slower; 0 or 1 for a normal one).
 	PodSlowdown []float64
+	// PodKVBlocks, when set, gives pod i a KV cache of PodKVBlocks[i]
+	// blocks instead of Sim's (0: Sim's): a fleet with a smaller pod.
+	PodKVBlocks []int
 	// Record, when set, is called with every measured request as it
 	// finishes, with every pod's state at its arrival (analysis runs: the
 	// snapshot replays each pod's engine forward, which is slow).
@@ -71,6 +74,7 @@ type sim struct {
 	m        *metrics
 	share    share        // what the replicas share (share.go)
 	replay   *replayState // the replaying ideal strategies' knowledge
+	tweaks   []tweak      // the strategy's "+key=value" parts (tweak.go)
 	// probeDelay, when set (tests), adds to the round trip of every probe
 	// to a pod.
 	probeDelay func(pod int32) time.Duration
@@ -116,6 +120,9 @@ func newSim(cfg Config) (*sim, error) {
 		if i < len(cfg.PodSlowdown) && cfg.PodSlowdown[i] > 1 {
 			slow *= cfg.PodSlowdown[i]
 		}
+		if i < len(cfg.PodKVBlocks) && cfg.PodKVBlocks[i] > 0 {
+			pc.NumGPUBlocks = cfg.PodKVBlocks[i]
+		}
 		return pc, slow
 	}
 	hist, err := historyTotals(&cfg, podCfg, cfg.History)
@@ -132,15 +139,23 @@ func newSim(cfg Config) (*sim, error) {
 		p.histSecs, p.histToks = hist[i][0], hist[i][1]
 		s.pods = append(s.pods, p)
 	}
-	if isReplay(cfg.Strategy) {
+	base, tweaks, err := splitTweaks(cfg.Strategy)
+	if err != nil {
+		return nil, err
+	}
+	s.tweaks = tweaks
+	if isReplay(base) {
 		s.replay = newReplayState(cfg)
 	}
-	maxLen := min(s.pods[0].eng.Config().MaxModelLen, BenchMaxModelLen)
+	maxLen := BenchMaxModelLen // every pod must be able to serve every request
+	for _, p := range s.pods {
+		maxLen = min(maxLen, p.eng.Config().MaxModelLen)
+	}
 	s.src = newSource(cfg.Workload, cfg.Rate, cfg.Duration, maxLen, cfg.Seed)
 	if cfg.Jobs != nil {
 		s.src.replay(cfg.Jobs)
 	}
-	strategy, sh := splitShare(cfg.Strategy)
+	strategy, sh := splitShare(base)
 	s.share = sh
 	for i := range cfg.Replicas {
 		r, err := newReplica(s, i, strategy, addrs, cfg.Seed)

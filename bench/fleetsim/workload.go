@@ -35,6 +35,11 @@ type Workload struct {
 	// KVBlocks is the pods' KV cache size for this workload (the bench's
 	// choice: 512 blocks for uniform sizes, 1024 for the code trace's).
 	KVBlocks int
+	// Shape is a synthetic workload's arrival process (arrivals.go):
+	// "" or ArrivalsPoisson for a steady Poisson process, ArrivalsOnOff or
+	// ArrivalsRamp for a Poisson process whose rate varies around the mean.
+	// Ignored for a trace workload, which keeps the trace's own gaps.
+	Shape string
 }
 
 // UniformWorkload is the bench's -sizes uniform: a prompt of "Request i: "
@@ -122,7 +127,9 @@ func (s *source) next() (Job, bool) {
 		p, g = cur.Prompt, cur.Output
 		s.i++
 	} else {
-		s.t += time.Duration(s.rng.ExpFloat64() / s.rate * float64(time.Second))
+		if !s.arrive() {
+			return Job{}, false
+		}
 		p, g = s.w.Sizes(s.rng)
 	}
 	if s.t >= s.end {

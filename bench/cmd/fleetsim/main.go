@@ -35,6 +35,16 @@ func main() {
 	workload := fs.String("workload", "lognormal", "the grid's requests: lognormal (the bench's default sizes, fitted to the Azure code trace), uniform, or prefix (the live bench's prefix scenario: uniform sizes behind 8 shared 3,000-character system prompts)")
 	h100 := fs.Bool("h100", false, "run the grid on H100-sized pods (256 seats, no slowdown: tens of requests/s per pod) instead of the bench's 4-seat pods")
 	stuck := fs.Int("stuck-probe-pods", 0, "pods (the last ones) whose every probe answers 50 ms late, past probe.deadline (a stuck metrics endpoint)")
+	general := fs.Bool("general", false, "run the generalization sweep instead (writes DIR/general.json and DIR/general.md): every combination of -sizes, -arrivals, -fleets, -lives, -pods, -replicas and -loads, -seeds seeds each; defaults: see bench/README.md")
+	sizes := fs.String("sizes", "", "with -general: comma-separated size distributions ("+strings.Join(fleetsim.GeneralSizes, ",")+"; default all; trace_* need -trace)")
+	arrivals := fs.String("arrivals", "", "with -general: comma-separated arrival processes (poisson,onoff,ramp; default all)")
+	fleets := fs.String("fleets", "", "with -general: comma-separated fleet kinds ("+strings.Join(fleetsim.GeneralFleets, ",")+"; default all)")
+	lives := fs.String("lives", "", "with -general: comma-separated pod ages (fresh,long; default long)")
+	seeds := fs.Int("seeds", 3, "with -general: seeds per cell, from -seed")
+	requests := fs.Int("requests", 800, "with -general: measured requests aimed at per seed (a cell runs requests/rate, 10-120 s; -duration sets the upper bound)")
+	only := fs.String("only", "", "with -general: run only the cells whose name (sizes/arrivals/fleet/life/nN/rR/loadLL) matches this regexp")
+	parallel := fs.Int("parallel", 1, "with -general: simulations run at once")
+	probeName := fs.String("probe", "probe", "with -general: the strategy judged against the blind policies and cached")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (read with go tool pprof)")
 	_ = fs.Parse(os.Args[1:])
 
@@ -48,6 +58,14 @@ func main() {
 
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		fail(err)
+	}
+	if *general {
+		if err := runGeneral(generalFlags{out: *out, seed: *seed, dur: *dur, pods: *pods, replicas: *replicas, loads: *loads, strategies: *strategies,
+			trace: *trace, sizes: *sizes, arrivals: *arrivals, fleets: *fleets, lives: *lives, seeds: *seeds, requests: *requests,
+			only: *only, parallel: *parallel, probe: *probeName}); err != nil {
+			fail(err)
+		}
+		return
 	}
 	if *validate {
 		d := *dur
