@@ -8,8 +8,11 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
 // TestLeanTransportExchanges: vegeta's requests go out through the lean
@@ -115,4 +118,90 @@ func clientGoroutines() int {
 		}
 	}
 	return n
+}
+
+// TestLeanTransportReusesTheNewestConnection: after a burst has opened 16
+// connections, requests sent one at a time all go out on one connection
+// (the newest idle one, as net/http's Transport picks), not in turn on
+// each of the 16. With fasthttp's default FIFO order a target that fell
+// behind once would keep serving every connection the generator opened
+// for the rest of the run, a load the target did not cause.
+func TestLeanTransportReusesTheNewestConnection(t *testing.T) {
+	// The client's idle-connection cleaner sleeps up to its idle timeout
+	// after the connections close; everything else must be gone.
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(), goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*HostClient).connsCleaner"))
+	const burst, after = 16, 32
+	var mu sync.Mutex
+	var peers []string
+	var arrived sync.WaitGroup
+	arrived.Add(burst)
+	release := make(chan struct{})
+	var held atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		peers = append(peers, r.RemoteAddr)
+		mu.Unlock()
+		if held.Add(1) <= burst {
+			arrived.Done()
+			<-release // the burst: each request holds its own connection
+		}
+		_, _ = w.Write(fastBody)
+	}))
+	defer srv.Close()
+	tp := newLeanTransport(strings.TrimPrefix(srv.URL, "http://"), 64)
+	defer tp.CloseIdleConnections()
+	client := &http.Client{Transport: tp}
+	send := func() error {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/completions", strings.NewReader(overheadBody))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return resp.Body.Close()
+	}
+
+	var wg sync.WaitGroup
+	errs := make(chan error, burst)
+	for range burst {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := send(); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	arrived.Wait()
+	close(release)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for range after {
+		if err := send(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	mu.Lock()
+	defer mu.Unlock()
+	if n := distinct(peers[:burst]); n != burst {
+		t.Fatalf("the burst used %d connections, want %d", n, burst)
+	}
+	if n := distinct(peers[burst:]); n != 1 {
+		t.Errorf("%d requests sent one at a time after the burst used %d of its %d connections, want 1 (the newest idle)", after, n, burst)
+	}
+}
+
+// distinct counts the different strings in s.
+func distinct(s []string) int {
+	m := map[string]bool{}
+	for _, v := range s {
+		m[v] = true
+	}
+	return len(m)
 }
