@@ -117,7 +117,7 @@ func run(args []string, stdout, stderr io.Writer, sig <-chan os.Signal, ready ch
 		fmt.Fprintf(stderr, "probegate: %v\n", err)
 		return 1
 	}
-	ln, err := net.Listen("tcp", cfg.Server.Listen)
+	ln, err := route.Listen(cfg.Server.Listen)
 	if err != nil {
 		p.Close()
 		fmt.Fprintf(stderr, "probegate: server.listen: %v\n", err)

@@ -75,7 +75,7 @@ func startProxy(t *testing.T, cfg *config.Config, mut ...func(*Options)) *testPr
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
