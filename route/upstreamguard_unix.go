@@ -12,9 +12,17 @@ import (
 // bytes waiting to be read or a peer close: an idle pooled connection in
 // either state must not carry another request. Its raw connection and
 // callback are set up once per socket, so a check allocates nothing.
+//
+// Its peeks go through RawConn.Control, not RawConn.Read: Read refuses to
+// call its function once the socket's read deadline has passed, and the
+// deadline the last exchange armed (upstream.first_byte_timeout or
+// idle_timeout after its last read) passes while the connection idles in
+// the pool whenever that timeout is below upstream.idle_conn_ttl. The
+// check before a reuse then saw nothing, and the next client got the
+// stray bytes as its answer.
 type peeker struct {
 	rc    syscall.RawConn
-	fn    func(fd uintptr) bool
+	fn    func(fd uintptr)
 	ready bool
 	buf   [1]byte
 
@@ -24,7 +32,7 @@ type peeker struct {
 	wn   int
 
 	// answered's peek of the start of what the backend wrote.
-	afn  func(fd uintptr) bool
+	afn  func(fd uintptr)
 	abuf [12]byte
 	an   int
 }
@@ -47,7 +55,7 @@ func (p *peeker) reset(c net.Conn) {
 // reader, which skips it, and is no reason to stop sending the request.
 func (p *peeker) answered() bool {
 	p.an = -1
-	_ = p.rc.Read(p.afn)
+	_ = p.rc.Control(p.afn)
 	switch {
 	case p.an == 0:
 		return true // closed
@@ -62,7 +70,7 @@ func (p *peeker) answered() bool {
 	return !isInformational(b)
 }
 
-func (p *peeker) peekStart(fd uintptr) bool {
+func (p *peeker) peekStart(fd uintptr) {
 	n, err := peekFD(fd, p.abuf[:])
 	switch {
 	case n > 0:
@@ -70,7 +78,6 @@ func (p *peeker) peekStart(fd uintptr) bool {
 	case n == 0 && err == nil:
 		p.an = 0
 	}
-	return true
 }
 
 // ok reports whether the peeker has a socket to look at.
@@ -102,11 +109,10 @@ func (p *peeker) write(fd uintptr) bool {
 	return true // never wait on the poller
 }
 
-func (p *peeker) peek(fd uintptr) bool {
+func (p *peeker) peek(fd uintptr) {
 	n, err := peekFD(fd, p.buf[:])
 	// n > 0: unread bytes; n == 0 without error: the peer closed.
 	p.ready = n > 0 || (n == 0 && err == nil)
-	return true
 }
 
 // wroteOrClosed reports whether the socket has unread bytes or its peer
@@ -116,6 +122,6 @@ func (p *peeker) wroteOrClosed() bool {
 		return false
 	}
 	p.ready = false
-	_ = p.rc.Read(p.fn)
+	_ = p.rc.Control(p.fn)
 	return p.ready
 }
