@@ -26,8 +26,10 @@ type LoopWindow struct {
 // windows of length w, to show how latency moves within a run (a queue
 // that forms and drains, or one that stays). maxWorkers > 0 bounds the
 // requests in flight, and so the generator's connections, instead of the
-// overhead scenario's 512 (see openLoop).
-func OpenLoopWindows(ctx context.Context, url string, rate int, dur, w time.Duration, netHTTP bool, maxWorkers int) (VegetaRun, []LoopWindow) {
+// overhead scenario's 512 (see NewLoopGen). The run follows a warm-up of
+// warmup at the same rate on the same connections, not measured (see
+// LoopGen.Warm; 0: none, the generator starts with no connection).
+func OpenLoopWindows(ctx context.Context, url string, rate int, dur, w time.Duration, netHTTP bool, maxWorkers int, warmup time.Duration) (VegetaRun, []LoopWindow) {
 	type sent struct {
 		ts     time.Time
 		lat    time.Duration
@@ -35,7 +37,10 @@ func OpenLoopWindows(ctx context.Context, url string, rate int, dur, w time.Dura
 	}
 	var all []sent
 	var t0 time.Time
-	run := openLoop(ctx, url, rate, dur, netHTTP, maxWorkers, func(r *vegeta.Result) {
+	g := NewLoopGen(url, netHTTP, maxWorkers)
+	defer g.Close()
+	g.Warm(ctx, rate, warmup)
+	run := g.Run(ctx, rate, dur, func(r *vegeta.Result) {
 		if t0.IsZero() || r.Timestamp.Before(t0) {
 			t0 = r.Timestamp
 		}

@@ -24,7 +24,7 @@ func TestOpenLoopWindowsShowWhenLatencyRose(t *testing.T) {
 		_, _ = w.Write([]byte(`{}`))
 	}))
 	defer srv.Close()
-	run, wins := OpenLoopWindows(context.Background(), srv.URL+"/v1/completions", 200, time.Second, 200*time.Millisecond, false, 0)
+	run, wins := OpenLoopWindows(context.Background(), srv.URL+"/v1/completions", 200, time.Second, 200*time.Millisecond, false, 0, 0)
 	if len(wins) != 6 {
 		t.Fatalf("%d windows, want 6 (1 s in 200 ms, and one for the end)", len(wins))
 	}

@@ -38,7 +38,7 @@ func TestOpenLoopMaxWorkersFixesTheConnections(t *testing.T) {
 			_, _ = w.Write([]byte(`{}`))
 		}))
 		defer srv.Close()
-		r, _ := OpenLoopWindows(context.Background(), srv.URL+"/v1/completions", 300, 600*time.Millisecond, 200*time.Millisecond, false, maxWorkers)
+		r, _ := OpenLoopWindows(context.Background(), srv.URL+"/v1/completions", 300, 600*time.Millisecond, 200*time.Millisecond, false, maxWorkers, 0)
 		mu.Lock()
 		defer mu.Unlock()
 		return top.Load(), len(peers), r.Requests
@@ -52,5 +52,45 @@ func TestOpenLoopMaxWorkersFixesTheConnections(t *testing.T) {
 	}
 	if peak, conns, _ := run(0); peak <= 4 || conns <= 4 {
 		t.Errorf("unbounded: %d requests in flight at once on %d connections, want more than 4 (300 req/s x 40 ms)", peak, conns)
+	}
+}
+
+// TestOpenLoopWarmUpOpensTheConnectionsBeforeTheRun: LoopGen.Warm sends
+// at the run's rate on the run's connections and none of its requests
+// counts in the run; the run's first request then goes out on a
+// connection the warm-up opened, instead of each run starting by opening
+// its connections (at 10k req/s, 512 of them in the first 250 ms, which
+// set every target's p99).
+func TestOpenLoopWarmUpOpensTheConnectionsBeforeTheRun(t *testing.T) {
+	var mu sync.Mutex
+	var peers []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		peers = append(peers, r.RemoteAddr)
+		mu.Unlock()
+		_, _ = w.Write([]byte(`{}`))
+	}))
+	defer srv.Close()
+	g := NewLoopGen(srv.URL+"/v1/completions", false, 0)
+	defer g.Close()
+	g.Warm(context.Background(), 200, 300*time.Millisecond)
+	mu.Lock()
+	warm := len(peers)
+	mu.Unlock()
+	run := g.Run(context.Background(), 200, 300*time.Millisecond, nil)
+	mu.Lock()
+	defer mu.Unlock()
+	if warm < 10 {
+		t.Fatalf("the warm-up sent %d requests, want about 60 (200 req/s for 300 ms)", warm)
+	}
+	if run.Requests < 10 || int(run.Requests) != len(peers)-warm {
+		t.Fatalf("the run counted %d requests; the server saw %d after the warm-up's %d", run.Requests, len(peers)-warm, warm)
+	}
+	seen := map[string]bool{}
+	for _, p := range peers[:warm] {
+		seen[p] = true
+	}
+	if first := peers[warm]; !seen[first] {
+		t.Errorf("the run's first request came on a new connection (%s), not one of the warm-up's %d", first, len(seen))
 	}
 }

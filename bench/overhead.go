@@ -525,6 +525,10 @@ func (m *overheadMeasure) target(ctx context.Context, name string, start func() 
 		if ctx.Err() != nil {
 			break
 		}
+		// The warm-up's requests count in none of the run's figures (CPU,
+		// probes, share): the counters are read after it.
+		g := NewLoopGen(url, false, 0)
+		g.Warm(ctx, rate, WarmupFor(m.vdur))
 		var before probeCounts
 		var beforeErr error
 		if c != nil && c.admin != "" {
@@ -532,8 +536,9 @@ func (m *overheadMeasure) target(ctx context.Context, name string, start func() 
 		}
 		cpu0 := c.cpu()
 		snap0 := takeCPUSnap(c.pgid(), m.upPgids)
-		v := runVegeta(ctx, url, rate, m.vdur)
+		v := g.Run(ctx, rate, m.vdur, nil)
 		snap1 := takeCPUSnap(c.pgid(), m.upPgids)
+		g.Close()
 		if cpu := c.cpu() - cpu0; cpu > 0 && v.Requests > 0 {
 			v.CPUusPerReq = round3(float64(cpu.Microseconds()) / float64(v.Requests))
 		}

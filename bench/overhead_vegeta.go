@@ -65,66 +65,117 @@ const vegetaMaxWorkers = 512
 // wrkCLI is the wrk command line of the closed-loop runs.
 const wrkCLI = `wrk -t2 -c64 -d8s --latency -s post.lua http://127.0.0.1:PORT/v1/completions`
 
-// runVegeta offers rate requests/s of the overhead POST to url for dur,
-// open loop (a request leaves at its time whatever happened to earlier
-// ones; vegeta adds workers up to 512 in flight, then falls behind, which
-// the achieved rate shows), and summarises the answers. Latencies are
-// vegeta's: from the request's send to the end of its response body. The
-// exchanges go through leanTransport (see there why not net/http's). The
-// run's connections are closed when it ends, so that runs do not pile up
-// idle connections on the targets.
-func runVegeta(ctx context.Context, url string, rate int, dur time.Duration) VegetaRun {
-	return OpenLoop(ctx, url, rate, dur, false)
-}
-
-// OpenLoop is the overhead scenario's open-loop run (runVegeta) for use by
-// hand (bench/cmd/openloop). With netHTTP the exchanges go through
-// net/http's Transport instead of leanTransport, as the vegeta command line
-// does: the same load at about twice the generator's CPU per request.
+// OpenLoop is the overhead scenario's open-loop run, also for use by hand
+// (bench/cmd/openloop): rate requests/s of the overhead POST to url for
+// dur, open loop (a request leaves at its time whatever happened to
+// earlier ones; vegeta adds workers up to 512 in flight, then falls
+// behind, which the achieved rate shows), summarised. Latencies are
+// vegeta's: from the request's send to the end of its response body.
+// Before the run, the same generator offers the same rate for
+// WarmupFor(dur), not measured (see LoopGen.Warm); the run's connections
+// are closed when it ends, so that runs do not pile up idle connections on
+// the targets. The exchanges go through leanTransport (see there why not
+// net/http's); with netHTTP through net/http's Transport, as the vegeta
+// command line does: the same load at about twice the generator's CPU per
+// request.
 func OpenLoop(ctx context.Context, url string, rate int, dur time.Duration, netHTTP bool) VegetaRun {
-	return openLoop(ctx, url, rate, dur, netHTTP, 0, nil)
+	g := NewLoopGen(url, netHTTP, 0)
+	defer g.Close()
+	g.Warm(ctx, rate, WarmupFor(dur))
+	return g.Run(ctx, rate, dur, nil)
 }
 
-// openLoop is OpenLoop; each, when not nil, sees every result as it
-// arrives. maxWorkers > 0 replaces vegetaMaxWorkers as the bound on
-// requests in flight (and so on the generator's connections); at or below
-// vegeta's initial 64 workers the generator holds a fixed connection
-// count and, once they are all busy, sends late instead of opening more.
-func openLoop(ctx context.Context, url string, rate int, dur time.Duration, netHTTP bool, maxWorkers int, each func(*vegeta.Result)) VegetaRun {
+// WarmupFor is the warm-up before an open-loop run of length dur: a third
+// of it, at most 1 s (1 s before the overhead scenario's 3 s runs).
+func WarmupFor(dur time.Duration) time.Duration { return min(dur/3, time.Second) }
+
+// LoopGen is one open-loop generator: vegeta's attacker over one HTTP
+// client, whose connections live from NewLoopGen to Close, across Warm and
+// Run.
+type LoopGen struct {
+	tr         vegeta.Targeter
+	client     *http.Client
+	maxWorkers int
+	close      func()
+}
+
+// NewLoopGen returns a generator of the overhead POST to url. maxWorkers
+// > 0 replaces vegetaMaxWorkers as the bound on requests in flight (and
+// so on the generator's connections); at or below vegeta's initial 64
+// workers the generator holds a fixed connection count and, once they are
+// all busy, sends late instead of opening more. With netHTTP the
+// exchanges go through net/http's Transport instead of leanTransport.
+func NewLoopGen(url string, netHTTP bool, maxWorkers int) *LoopGen {
 	if maxWorkers <= 0 {
 		maxWorkers = vegetaMaxWorkers
 	}
-	tr := vegeta.NewStaticTargeter(vegeta.Target{
-		Method: http.MethodPost,
-		URL:    url,
-		Body:   []byte(overheadBody),
-		Header: http.Header{"Content-Type": []string{"application/json"}},
-	})
-	client := &http.Client{}
+	g := &LoopGen{
+		tr: vegeta.NewStaticTargeter(vegeta.Target{
+			Method: http.MethodPost,
+			URL:    url,
+			Body:   []byte(overheadBody),
+			Header: http.Header{"Content-Type": []string{"application/json"}},
+		}),
+		client:     &http.Client{},
+		maxWorkers: maxWorkers,
+	}
 	if netHTTP {
 		tp := &http.Transport{
 			MaxIdleConnsPerHost: maxWorkers,
 			DisableCompression:  true,
-			IdleConnTimeout:     dur + 5*time.Second,
+			IdleConnTimeout:     time.Minute,
 		}
-		defer tp.CloseIdleConnections()
-		client.Transport, client.Timeout = tp, leanTimeout
+		g.client.Transport, g.client.Timeout, g.close = tp, leanTimeout, tp.CloseIdleConnections
 	} else {
 		host := strings.TrimPrefix(url, "http://")
 		if i := strings.IndexByte(host, '/'); i >= 0 {
 			host = host[:i]
 		}
 		tp := newLeanTransport(host, maxWorkers)
-		defer tp.CloseIdleConnections()
-		client.Transport = tp
+		g.client.Transport, g.close = tp, tp.CloseIdleConnections
 	}
-	atk := vegeta.NewAttacker(
-		vegeta.Workers(uint64(min(64, maxWorkers))),
-		vegeta.MaxWorkers(uint64(maxWorkers)),
-		vegeta.Client(client),
+	return g
+}
+
+// Close closes the generator's idle connections.
+func (g *LoopGen) Close() { g.close() }
+
+// attacker returns a fresh vegeta attacker on g's client (an attacker
+// stops for good after one attack).
+func (g *LoopGen) attacker() *vegeta.Attacker {
+	return vegeta.NewAttacker(
+		vegeta.Workers(uint64(min(64, g.maxWorkers))),
+		vegeta.MaxWorkers(uint64(g.maxWorkers)),
+		vegeta.Client(g.client),
 	)
+}
+
+// Warm offers rate requests/s for d and discards the answers; it returns
+// once every request has been answered. A fresh generator opens its
+// connections in the run's first few hundred milliseconds: at 10k req/s it
+// reached its 512-connection bound in the first 250 ms against every
+// target, the raw upstream alone included, and that storm set every
+// target's p99 in a 4 s run (session 11, results/2026-12-02-s11/gen).
+// After Warm, Run starts on connections already open, so that its figures
+// are the rate's, not the connection storm's.
+func (g *LoopGen) Warm(ctx context.Context, rate int, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	atk := g.attacker()
+	for range atk.Attack(g.tr, vegeta.Rate{Freq: rate, Per: time.Second}, d, "warm-up") {
+		if ctx.Err() != nil {
+			atk.Stop()
+		}
+	}
+}
+
+// Run offers rate requests/s for dur and summarises the answers; each,
+// when not nil, sees every result as it arrives.
+func (g *LoopGen) Run(ctx context.Context, rate int, dur time.Duration, each func(*vegeta.Result)) VegetaRun {
+	atk := g.attacker()
 	var m vegeta.Metrics
-	for r := range atk.Attack(tr, vegeta.Rate{Freq: rate, Per: time.Second}, dur, "overhead") {
+	for r := range atk.Attack(g.tr, vegeta.Rate{Freq: rate, Per: time.Second}, dur, "overhead") {
 		m.Add(r)
 		if each != nil {
 			each(r)
@@ -202,7 +253,7 @@ func vegetaTable(b *strings.Builder, o *OverheadResult, skip func(*OverheadTarge
 // vegetaReport renders the open-loop tables of report.md.
 func vegetaReport(o *OverheadResult) string {
 	var b strings.Builder
-	b.WriteString("\nOpen loop with vegeta's library (`" + vegetaCLI + "`; by hand, with `body.json` holding `" + overheadBody + "`), next to wrk's closed loop (`" + wrkCLI + "`). Per offered rate: achieved req/s, then p50 / p99 latency in ms; success below 100% is shown.\n\n")
+	b.WriteString("\nOpen loop with vegeta's library (`" + vegetaCLI + "`; by hand, with `body.json` holding `" + overheadBody + "`), next to wrk's closed loop (`" + wrkCLI + "`). Each run follows an unmeasured warm-up at its rate on the same connections (a third of the run, at most 1 s). Per offered rate: achieved req/s, then p50 / p99 latency in ms; success below 100% is shown.\n\n")
 	vegetaTable(&b, o, func(*OverheadTarget) bool { return false }, func(b *strings.Builder, v *VegetaRun) {
 		fmt.Fprintf(b, " %.0f: %.2f / %.2f", v.AchievedRPS, v.Latency.P50, v.Latency.P99)
 		if v.Success < 1 {

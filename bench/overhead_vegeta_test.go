@@ -16,7 +16,7 @@ func TestRunVegetaOpenLoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer up.Close()
-	v := runVegeta(context.Background(), "http://"+up.Addr()+"/v1/completions", 400, time.Second)
+	v := OpenLoop(context.Background(), "http://"+up.Addr()+"/v1/completions", 400, time.Second, false)
 	// Open loop: never more than offered (a closed loop on this loopback
 	// upstream sends thousands), and not far fewer. vegeta stops at the
 	// duration whether or not it kept up, and on a starved machine it

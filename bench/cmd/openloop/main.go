@@ -24,17 +24,22 @@ func main() {
 	rate := fs.Int("rate", 10000, "requests per second offered")
 	dur := fs.Duration("duration", 3*time.Second, "length of the run")
 	window := fs.Duration("window", 0, "also print the run split by send time into windows this long (latency quantiles, in flight at each window's end), one JSON line each")
-	maxWorkers := fs.Int("max-workers", 0, "with -window: at most this many requests in flight, so at most this many connections (0: the overhead scenario's 512; at or below 64 the connection count is fixed and the generator sends late once all are busy)")
+	maxWorkers := fs.Int("max-workers", 0, "at most this many requests in flight, so at most this many connections (0: the overhead scenario's 512; at or below 64 the connection count is fixed and the generator sends late once all are busy)")
+	warmup := fs.Duration("warmup", -1, "before the run, offer the rate this long on the same connections, not measured (negative: the bench's, a third of -duration, at most 1 s; 0: none, the run opens its connections as it goes)")
 	netHTTP := fs.Bool("nethttp", false, "send through net/http's Transport (as the vegeta command line does) instead of the bench's lean transport")
 	_ = fs.Parse(os.Args[1:])
 	if fs.NArg() != 1 {
-		fmt.Fprintln(os.Stderr, "usage: openloop [-rate N] [-duration D] [-window W [-max-workers N]] [-nethttp] URL")
+		fmt.Fprintln(os.Stderr, "usage: openloop [-rate N] [-duration D] [-window W] [-max-workers N] [-warmup D] [-nethttp] URL")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	w := *warmup
+	if w < 0 {
+		w = bench.WarmupFor(*dur)
+	}
 	if *window > 0 {
-		run, wins := bench.OpenLoopWindows(ctx, fs.Arg(0), *rate, *dur, *window, *netHTTP, *maxWorkers)
+		run, wins := bench.OpenLoopWindows(ctx, fs.Arg(0), *rate, *dur, *window, *netHTTP, *maxWorkers, w)
 		for _, w := range wins {
 			b, _ := json.Marshal(w)
 			fmt.Println(string(b))
@@ -43,7 +48,9 @@ func main() {
 		fmt.Println(string(b))
 		return
 	}
-	run := bench.OpenLoop(ctx, fs.Arg(0), *rate, *dur, *netHTTP)
-	b, _ := json.Marshal(run)
+	g := bench.NewLoopGen(fs.Arg(0), *netHTTP, *maxWorkers)
+	defer g.Close()
+	g.Warm(ctx, *rate, w)
+	b, _ := json.Marshal(g.Run(ctx, *rate, *dur, nil))
 	fmt.Println(string(b))
 }
