@@ -264,3 +264,60 @@ func TestJustStartedProxyKnowsLongLivedSlowPod(t *testing.T) {
 		}
 	}
 }
+
+// TestEqualPodsSeededApartAreScoredAlike: two long-lived pods of the same
+// speed whose lifetime counters happen to differ by 8% (a seed is the
+// naive ratio of those counters, which overlapping prefills inflate: equal
+// pods' seeds spread 0.90-1.09), behind a proxy among other clients, so the
+// seed applies. They are scored as equally fast (seedBand): a large prompt
+// goes to either, not always to the one whose history overlapped less;
+// a pod 2x slower is still avoided every time.
+func TestEqualPodsSeededApartAreScoredAlike(t *testing.T) {
+	base := lifetimeReport(t, 1)
+	for _, tc := range []struct {
+		ratio float64 // the second pod's seeded ns per token over the first's
+		equal bool    // want a coin toss (else every pick to the first)
+	}{
+		{1.08, true},
+		{1 / 1.08, true},
+		{2, false},
+	} {
+		reports := [2]probe.Load{base, base}
+		reports[1].PrefillSeconds *= tc.ratio
+		pool, bs := testPool(2)
+		for i, b := range bs {
+			b.State().Report(&reports[i])
+			for k := range 4 { // other clients' requests: the gate opens
+				l := probe.Load{Running: 3, KVUse: 0.1, ServerLoad: -1, At: reports[i].At.Add(time.Duration(k+1) * 50 * time.Millisecond), Source: probe.SourceScrape,
+					PrefillSeconds: reports[i].PrefillSeconds, PrefillTokens: reports[i].PrefillTokens}
+				b.State().Report(&l)
+			}
+		}
+		if r := bs[1].State().PodNsPerToken() / bs[0].State().PodNsPerToken(); math.Abs(r/tc.ratio-1) > 0.01 {
+			t.Fatalf("seeded speeds %.3f apart, want %.3f", r, tc.ratio)
+		}
+		for _, pol := range []string{config.PolicyCached, config.PolicyProbe} {
+			pc := testPickerConfig(pol)
+			pc.Load.PodSamples, pc.Load.PodForeign = config.DefaultPodSpeedSamples, config.DefaultPodSpeedForeign
+			pk := mustPicker(t, pc, pool, Deps{Memory: &Memory{}, Rand: seeded(3), Now: pickNow})
+			s := NewScratch()
+			first := 0
+			for range 200 {
+				b, _, err := pk.Pick(context.Background(), &RequestInfo{PromptTokens: 6000}, nil, s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if b == bs[0] {
+					first++
+				}
+			}
+			want := "every one"
+			if tc.equal {
+				want = "a coin toss"
+			}
+			if tc.equal && (first < 60 || first > 140) || !tc.equal && first != 200 {
+				t.Errorf("seeds %.2fx apart, %s: %d of 200 picks to the first pod, want %s", tc.ratio, pol, first, want)
+			}
+		}
+	}
+}
