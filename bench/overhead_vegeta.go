@@ -153,9 +153,9 @@ func (g *LoopGen) attacker() *vegeta.Attacker {
 // Warm offers rate requests/s for d and discards the answers; it returns
 // once every request has been answered. A fresh generator opens its
 // connections in the run's first few hundred milliseconds: at 10k req/s it
-// reached its 512-connection bound in the first 250 ms against every
-// target, the raw upstream alone included, and that storm set every
-// target's p99 in a 4 s run (session 11, results/2026-12-02-s11/gen).
+// had 241-512 of them open 0.5 s in against every target, the raw upstream
+// alone included, and that storm set every target's p99 in a 4 s run
+// (session 11, results/2026-12-02-s11/gen).
 // After Warm, Run starts on connections already open, so that its figures
 // are the rate's, not the connection storm's.
 func (g *LoopGen) Warm(ctx context.Context, rate int, d time.Duration) {
