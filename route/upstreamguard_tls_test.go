@@ -199,7 +199,7 @@ func TestStrayTLSUpstreamBytesNeverReachAnotherClient(t *testing.T) {
 						written <- struct{}{}
 						return true
 					})
-					cfg := testConfig(be.url())
+					cfg := tlsTestConfig(be.url())
 					cfg.Upstream.MaxConnsPerBackend = 1 // one connection: reuse is forced
 					tp := startProxy(t, cfg)
 					a := rawDo(t, tp.addr, "POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}")
@@ -235,7 +235,7 @@ func TestStrayTLSUpstreamBytesNeverReachAnotherClient(t *testing.T) {
 // on a fresh connection.
 func TestNoUpgradeTunnelsOverTLS(t *testing.T) {
 	be := startTLSRawBackend(t, 0, tunnelResponder(nil))
-	cfg := testConfig(be.url())
+	cfg := tlsTestConfig(be.url())
 	cfg.Upstream.MaxConnsPerBackend = 1
 	tp := startProxy(t, cfg)
 	a := rawDo(t, tp.addr, "GET /ws HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -282,7 +282,7 @@ func TestTLSGuardKeepsConnectionsAlive(t *testing.T) {
 				w.Header().Set("Content-Type", "application/json")
 				w.Write([]byte(`{"ok":true}`))
 			})
-			cfg := testConfig(s.URL)
+			cfg := tlsTestConfig(s.URL)
 			tp := startProxy(t, cfg)
 			c := &http.Client{Timeout: 10 * time.Second}
 			defer c.CloseIdleConnections()
@@ -332,7 +332,7 @@ func TestUpstreamTLSVerifiesAndSendsServerName(t *testing.T) {
 		w.Write([]byte(`{}`))
 	})
 	_, port, _ := net.SplitHostPort(s.Listener.Addr().String())
-	tp := startProxy(t, testConfig("https://localhost:"+port))
+	tp := startProxy(t, tlsTestConfig("https://localhost:"+port))
 	if r := rawDo(t, tp.addr, "POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"); r.status != 200 || r.body != "{}" {
 		t.Fatalf("trusted backend: %d %q", r.status, r.body)
 	}
@@ -353,7 +353,7 @@ func TestUpstreamTLSVerifiesAndSendsServerName(t *testing.T) {
 	untrusted.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshakes
 	untrusted.StartTLS()
 	defer untrusted.Close()
-	tp2 := startProxy(t, testConfig(untrusted.URL))
+	tp2 := startProxy(t, tlsTestConfig(untrusted.URL))
 	for i := 0; i < 3; i++ {
 		r := rawDo(t, tp2.addr, "POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}")
 		if r.status < 500 || !strings.Contains(r.body, `"error"`) {
@@ -400,7 +400,7 @@ func TestUpstreamTLSHandshakeIsBounded(t *testing.T) {
 		}
 		mu.Unlock()
 	}()
-	cfg := testConfig("https://" + ln.Addr().String())
+	cfg := tlsTestConfig("https://" + ln.Addr().String())
 	cfg.Upstream.ConnectTimeout = config.Duration(300 * time.Millisecond)
 	cfg.Upstream.FirstByteTimeout = config.Duration(10 * time.Second)
 	cfg.Upstream.Retries = 0
@@ -455,7 +455,7 @@ func TestFreshTLSConnectionFailureCounts(t *testing.T) {
 		}
 		return okResponder("")(c, n, head)
 	})
-	tp := startProxy(t, testConfig(be.url()))
+	tp := startProxy(t, tlsTestConfig(be.url()))
 	for i := 0; i < 3; i++ {
 		if r := rawDo(t, tp.addr, "POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"); r.status < 500 {
 			t.Fatalf("request %d: %d %q, want an error", i, r.status, r.body)

@@ -78,6 +78,19 @@ func tlsBackend(t *testing.T, cert tls.Certificate, clientCAs *x509.CertPool, ma
 	return s, seen
 }
 
+// tlsTestConfig is testConfig for https backends, with
+// upstream.connect_timeout 10 s. The TCP connect and the TLS handshake
+// share that bound (tlsDialer), and here one -race process runs both
+// sides of every handshake: starved, it has taken past the default 2 s,
+// and the client got a 503 where the test judged something else
+// ("request not sent ... read tcp ...: i/o timeout" after 2.16 s). Tests
+// of the bound itself set their own.
+func tlsTestConfig(backends ...string) *config.Config {
+	c := testConfig(backends...)
+	c.Upstream.ConnectTimeout = config.Duration(10 * time.Second)
+	return c
+}
+
 // startLoggingProxy is startProxy with its logs (access log on) in logs.
 func startLoggingProxy(t *testing.T, cfg *config.Config, logs *syncBuffer) *testProxy {
 	cfg.Log.Access = true
@@ -118,7 +131,7 @@ func TestUpstreamTLSCAFile(t *testing.T) {
 	caFile := testutil.WriteFile(t, t.TempDir(), "ca.pem", ca.PEM())
 
 	var logs syncBuffer
-	tp := startLoggingProxy(t, testConfig(srv.URL), &logs)
+	tp := startLoggingProxy(t, tlsTestConfig(srv.URL), &logs)
 	wantTLSFailure(t, rawDo(t, tp.addr, post2), &logs,
 		`"message":"upstream TLS handshake failed (see upstream.tls)"`,
 		`"backend":"`+srv.Listener.Addr().String()+`"`,
@@ -138,7 +151,7 @@ func TestUpstreamTLSCAFile(t *testing.T) {
 		t.Errorf("%d access log lines, want 5", n)
 	}
 
-	cfg := testConfig(srv.URL)
+	cfg := tlsTestConfig(srv.URL)
 	cfg.Upstream.TLS.CAFile = caFile
 	tp2 := startProxy(t, cfg)
 	for i := range 3 {
@@ -173,7 +186,7 @@ func TestUpstreamMTLS(t *testing.T) {
 	for _, v := range tlsVersions {
 		t.Run(v.name, func(t *testing.T) {
 			srv, seen := tlsBackend(t, serverCA.Server(t, "backend", "127.0.0.1"), clientCA.Pool(), v.max, nil)
-			cfg := testConfig(srv.URL)
+			cfg := tlsTestConfig(srv.URL)
 			cfg.Upstream.TLS = config.UpstreamTLS{CAFile: caFile, CertFile: certFile, KeyFile: keyFile}
 			tp := startProxy(t, cfg)
 			for i := range 3 {
@@ -187,7 +200,7 @@ func TestUpstreamMTLS(t *testing.T) {
 
 			served := seen.requests.Load()
 			var logs syncBuffer
-			cfg = testConfig(srv.URL)
+			cfg = tlsTestConfig(srv.URL)
 			cfg.Upstream.TLS = config.UpstreamTLS{CAFile: caFile}
 			tp2 := startLoggingProxy(t, cfg, &logs)
 			cause := "remote error: tls: certificate required" // TLS 1.3's alert, after the handshake
@@ -211,7 +224,7 @@ func TestUpstreamTLSServerName(t *testing.T) {
 	srv, seen := tlsBackend(t, ca.Server(t, "vllm", "vllm.models.svc"), nil, 0, nil)
 	caFile := testutil.WriteFile(t, t.TempDir(), "ca.pem", ca.PEM())
 
-	cfg := testConfig(srv.URL)
+	cfg := tlsTestConfig(srv.URL)
 	cfg.Upstream.TLS = config.UpstreamTLS{CAFile: caFile, ServerName: "vllm.models.svc"}
 	tp := startProxy(t, cfg)
 	if r := rawDo(t, tp.addr, post2); r.status != 200 {
@@ -225,7 +238,7 @@ func TestUpstreamTLSServerName(t *testing.T) {
 	}
 
 	var logs syncBuffer
-	cfg = testConfig(srv.URL)
+	cfg = tlsTestConfig(srv.URL)
 	cfg.Upstream.TLS = config.UpstreamTLS{CAFile: caFile}
 	tp2 := startLoggingProxy(t, cfg, &logs)
 	wantTLSFailure(t, rawDo(t, tp2.addr, post2), &logs,
@@ -273,7 +286,7 @@ func TestProbesAndScrapesUseUpstreamTLS(t *testing.T) {
 			var busyGets, idleGets, busyServed, idleServed atomic.Int64
 			busy := mtlsMetricsBackend(t, serverCA, clientCA, 40, &busyGets, &busyServed)
 			idle := mtlsMetricsBackend(t, serverCA, clientCA, 0, &idleGets, &idleServed)
-			cfg := testConfig(busy, idle)
+			cfg := tlsTestConfig(busy, idle)
 			cfg.Route.Policy = tc.policy
 			cfg.Upstream.TLS = full
 			tp := startProxy(t, cfg)
@@ -294,7 +307,7 @@ func TestProbesAndScrapesUseUpstreamTLS(t *testing.T) {
 			// No client certificate: requests and load reads fail alike
 			// (a probe times out or errs: fasthttp retries the GET on the
 			// connection the backend closed).
-			cfg = testConfig(busy, idle)
+			cfg = tlsTestConfig(busy, idle)
 			cfg.Route.Policy = tc.policy
 			cfg.Upstream.TLS = config.UpstreamTLS{CAFile: full.CAFile}
 			tp2 := startProxy(t, cfg)
@@ -328,7 +341,7 @@ func TestUpstreamTLSReloadRotates(t *testing.T) {
 	srv, seen := tlsBackend(t, serverCA.Server(t, "backend", "127.0.0.1"), clientCA.Pool(), 0, nil)
 	dir := t.TempDir()
 	first := clientCA.Client(t, "first")
-	cfg := testConfig(srv.URL)
+	cfg := tlsTestConfig(srv.URL)
 	cfg.Upstream.TLS = config.UpstreamTLS{
 		CAFile:   testutil.WriteFile(t, dir, "ca.pem", serverCA.PEM()),
 		CertFile: testutil.WriteFile(t, dir, "client.pem", testutil.CertPEM(first)),
@@ -392,7 +405,7 @@ func TestUpstreamTLSReloadRotates(t *testing.T) {
 func TestUpstreamTLSInsecureSkipVerify(t *testing.T) {
 	ca := testutil.NewCA(t, "unknown CA")
 	srv, _ := tlsBackend(t, ca.Server(t, "backend", "somewhere.else"), nil, 0, nil)
-	cfg := testConfig(srv.URL)
+	cfg := tlsTestConfig(srv.URL)
 	cfg.Upstream.TLS.InsecureSkipVerify = true
 	var logs syncBuffer
 	tp := startLoggingProxy(t, cfg, &logs)
@@ -420,7 +433,7 @@ func TestDiscoveredBackendsOverTLS(t *testing.T) {
 	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
 	dns := &fakeDNS{}
 	dns.set("127.0.0.1")
-	cfg := testConfig()
+	cfg := tlsTestConfig()
 	cfg.Backends.DNS = "pods.test:" + port
 	cfg.Backends.Scheme = config.SchemeHTTPS
 	cfg.Route.Policy = "cached"
