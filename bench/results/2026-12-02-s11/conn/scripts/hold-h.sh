@@ -1,0 +1,14 @@
+#!/bin/bash
+# hold-h.sh ROUNDS: ReduceMemoryUsage, all in one hold: pg-ka vs pg-rmu alternated (order swapped each round): wrk -t2 -c64 4 s keep-alive, then Connection: close, then openloop 2000 req/s 4 s
+cd /tmp/conn11
+echo "start $(date -u +%T) $(uptime)"
+./up.sh start
+CFG="-config /tmp/conn11/cfg-least_inflight.yaml"
+for i in $(seq ${1:-6}); do
+if [ $((i % 2)) = 1 ]; then order="ka rmu"; else order="rmu ka"; fi
+for b in $order; do ./cnt3.sh $b 4 64 -- /tmp/conn11/pg-$b $CFG; done
+for b in $order; do CLOSE=1 ./cnt3.sh $b 4 64 -- /tmp/conn11/pg-$b $CFG; done
+for b in $order; do ./ol3.sh $b 2000 4s -- /tmp/conn11/pg-$b $CFG; done
+done
+./up.sh stop
+echo "end $(date -u +%T) $(uptime)"
