@@ -172,9 +172,10 @@ func TestDNSLogsTransitionsOnce(t *testing.T) {
 	cfg := testConfig()
 	cfg.Backends.DNS = "pods.test:" + port
 	cfg.Backends.DNSRefresh = config.Duration(5 * time.Millisecond)
-	// first_byte_timeout/8 above scrape.timeout: the only warnings are
-	// the DNS ones (TestProgressCutWarnsOnceNamingTheKeys).
+	// first_byte_timeout/8 and idle_timeout/8 above scrape.timeout: the
+	// only warnings are the DNS ones (TestProgressCutWarnsOnceNamingTheKeys).
 	cfg.Upstream.FirstByteTimeout = config.Duration(8 * time.Second)
+	cfg.Upstream.IdleTimeout = config.Duration(8 * time.Second)
 	tp := startProxy(t, cfg, func(o *Options) {
 		o.LookupHost = dns.lookup
 		o.Logger = zerolog.New(&logs)

@@ -7,8 +7,8 @@ type excuseReason uint8
 const (
 	// excuseProgress: a non-stream first-byte timeout, or a stream's
 	// silence after its head (failAfterHead, bodyStream.finish), while
-	// the backend's token counters advanced (firstByteTimeoutOutcome):
-	// "progress".
+	// the backend's token counters advanced (silenceOutcome; the progress
+	// watch provides the reports under every policy): "progress".
 	excuseProgress excuseReason = iota
 	// excuseHealthy: a 5xx answer from a backend that answers the
 	// proxy's canary (judgeServerError): "healthy".

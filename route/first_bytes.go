@@ -136,7 +136,9 @@ func releasePumpBuf(buf *[]byte) {
 // request's turn in the queue and its prefill, which other clients' work
 // lengthens. Counted always, a client queueing long streams on a working
 // pod (seats or KV cache full) opened its breaker for everyone with the
-// timeouts of its own queued streams.
+// timeouts of its own queued streams. The reports come under every policy:
+// the progress watch scrapes a backend while one of its response bodies
+// has been silent longer than idle_timeout/2 (connTable.silentSince).
 func (p *Proxy) failAfterHead(rt *settings, b *Backend, resp *fasthttp.Response, ticket breaker.Ticket, work *workTicket, sent time.Time, err error) (failure, error) {
 	f := failure{kind: classifyBody(err), afterHead: true, late: p.now().Sub(sent) >= rt.firstByte}
 	outcome := breaker.Failure

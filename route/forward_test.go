@@ -482,6 +482,12 @@ func testIdleTimeoutCutsSilentStreamWithErrorFrame(t *testing.T, post postFunc) 
 	released := make(chan struct{}, 1)
 	testDone := make(chan struct{})
 	up := upstream(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/metrics" {
+			// The progress watch scrapes a backend whose stream is
+			// silent past idle_timeout/2: this one has no metrics.
+			http.NotFound(w, r)
+			return
+		}
 		w.Header().Set("Content-Type", "text/event-stream")
 		fmt.Fprint(w, "data: {\"first\":1}\n\n")
 		w.(http.Flusher).Flush()

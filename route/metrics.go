@@ -34,13 +34,16 @@ type Metrics struct {
 	// (progress_watch.go); excused the failures the breaker was not told
 	// of, by reason (excuseReason).
 	progressScrapes prometheus.Counter
-	excusedVec      *prometheus.CounterVec
-	excused         [excuseOverloaded + 1]prometheus.Counter
-	poison          prometheus.Counter                     // requests two backends dropped in a row (poison.go)
-	probes          [len(probeOutcomes)]prometheus.Counter // by outcome (probeOutcomes' order), resolved once
-	decisions       [probe.SourceOracle + 1]prometheus.Counter
-	codeNames       sync.Map // int -> string, status code label cache
-	noneCodes       sync.Map // int -> prometheus.Counter: backend "none", by code
+	// progressStreamScrapes counts those of them taken while a response
+	// body on the backend was silent past upstream.idle_timeout/2.
+	progressStreamScrapes prometheus.Counter
+	excusedVec            *prometheus.CounterVec
+	excused               [excuseOverloaded + 1]prometheus.Counter
+	poison                prometheus.Counter                     // requests two backends dropped in a row (poison.go)
+	probes                [len(probeOutcomes)]prometheus.Counter // by outcome (probeOutcomes' order), resolved once
+	decisions             [probe.SourceOracle + 1]prometheus.Counter
+	codeNames             sync.Map // int -> string, status code label cache
+	noneCodes             sync.Map // int -> prometheus.Counter: backend "none", by code
 
 	// Backends whose series were deleted (reaped) in the last goneFor,
 	// guarded by goneMu so that a scrape report racing the reap cannot
@@ -112,11 +115,15 @@ func newMetrics(reg prometheus.Registerer, p *Proxy) (*Metrics, error) {
 		}),
 		progressScrapes: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "probegate_progress_scrapes_total",
-			Help: "Answered /metrics scrapes of backends with a request waiting for its first response byte longer than upstream.first_byte_timeout/2, taken so that a long generation's timeout is judged on the backend's token counters under every policy.",
+			Help: "Answered /metrics scrapes of backends with a request waiting for its first response byte longer than upstream.first_byte_timeout/2, a response body silent longer than upstream.idle_timeout/2, or a half-open breaker's trial under way, taken so that a long generation's timeout and a queued or preempted stream's silence are judged on the backend's token counters under every policy.",
+		}),
+		progressStreamScrapes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "probegate_progress_stream_scrapes_total",
+			Help: "Of probegate_progress_scrapes_total, the scrapes taken while a response body on the backend was silent longer than upstream.idle_timeout/2 (a stream queued or preempted by the model server, or a stuck one).",
 		}),
 		excusedVec: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "probegate_breaker_excused_total",
-			Help: "Upstream failures not counted against the backend's breaker, by reason: progress (a non-stream first-byte timeout while the backend's token counters advanced), healthy (a 5xx answer while the backend answered the proxy's one-token canary completion without a 5xx), also_failed (a 5xx answer re-sent to another backend that answered 5xx or 4xx too), overloaded (a 503 answer with Retry-After: the backend said it is overloaded).",
+			Help: "Upstream failures not counted against the backend's breaker, by reason: progress (a non-stream first-byte timeout, or a stream silent past upstream.idle_timeout before its first bytes or midway, while the backend's token counters advanced), healthy (a 5xx answer while the backend answered the proxy's one-token canary completion without a 5xx), also_failed (a 5xx answer re-sent to another backend that answered 5xx or 4xx too), overloaded (a 503 answer with Retry-After: the backend said it is overloaded).",
 		}, []string{"reason"}),
 		poison: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "probegate_poison_requests_total",
@@ -151,7 +158,7 @@ func newMetrics(reg prometheus.Registerer, p *Proxy) (*Metrics, error) {
 	for _, c := range []prometheus.Collector{
 		m.requestsVec, m.duration, m.firstByte, m.probesVec, m.probeDuration,
 		m.decisionsVec, m.stateAge, m.decideTime, m.scrapesVec, m.scrapeIntervalV, m.retriesVec, m.resentVec, m.shed,
-		m.progressScrapes, m.excusedVec, m.poison,
+		m.progressScrapes, m.progressStreamScrapes, m.excusedVec, m.poison,
 		&poolCollector{p: p},
 	} {
 		if err := reg.Register(c); err != nil {

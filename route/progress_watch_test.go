@@ -1,9 +1,11 @@
 package route
 
 import (
+	"net"
 	"net/http"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -139,9 +141,10 @@ func hungEngineRound(t *testing.T, policy, endpoint string) float64 {
 	return tp.counter(t, "probegate_progress_scrapes_total", nil) - before
 }
 
-// When upstream.first_byte_timeout/8 is below scrape.timeout, the progress
-// watch's scrapes are cut shorter than the operator allows scrapes: the
-// proxy says so once, at start, naming both keys; a reload that keeps both
+// When upstream.first_byte_timeout/8 (or idle_timeout/8, when smaller) is
+// below scrape.timeout, the progress watch's scrapes are cut shorter than
+// the operator allows scrapes: the proxy says so once, at start, naming
+// both keys; a reload that keeps both
 // values says nothing more, one that changes them into the same problem
 // says it again, and the defaults never do.
 func TestProgressCutWarnsOnceNamingTheKeys(t *testing.T) {
@@ -175,6 +178,18 @@ func TestProgressCutWarnsOnceNamingTheKeys(t *testing.T) {
 	}
 	if got := logs.count(warning); got != 2 {
 		t.Fatalf("warned %d times after a reload into another cut, want twice", got)
+	}
+
+	// An idle_timeout below first_byte_timeout sets the look (silent
+	// streams are watched too): the warning names it.
+	var idleLogs syncBuffer
+	idle := testConfig(up.URL)
+	idle.Upstream.FirstByteTimeout = config.Duration(time.Minute)
+	idle.Upstream.IdleTimeout = config.Duration(400 * time.Millisecond)
+	idle.Scrape.Timeout = config.Duration(100 * time.Millisecond)
+	startProxy(t, idle, func(o *Options) { o.Logger = zerolog.New(&idleLogs) })
+	if idleLogs.count("upstream.idle_timeout/8") != 1 || idleLogs.count(`"key":"upstream.idle_timeout"`) != 1 {
+		t.Errorf("an idle_timeout/8 below scrape.timeout is not warned naming upstream.idle_timeout: %s", idleLogs.String())
 	}
 
 	var quiet syncBuffer
@@ -284,4 +299,46 @@ func TestHungTrialDoesNotCloseTheBreaker(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// The progress watch sees a response body whose read has waited since
+// before its bound (a silent stream), and not one whose read returned (a
+// connection idle in the pool, whatever its deadline): silentSince reads
+// when the read under way began.
+func TestSilentSinceSeesOnlyAReadUnderWay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		up, down := net.Pipe()
+		defer down.Close()
+		var table connTable
+		c := &deadlineConn{Conn: up, firstByte: time.Minute, idle: 4 * time.Second, conns: &table}
+		table.add(c)
+		defer c.Close()
+		read := make(chan error, 1)
+		go func() {
+			_, err := c.Read(make([]byte, 16))
+			read <- err
+		}()
+		synctest.Wait() // the read is under way, silent
+		start := time.Now()
+		if table.silentSince(start.Add(-time.Nanosecond)) {
+			t.Fatal("a read that began now counts as silent since before now")
+		}
+		time.Sleep(3 * time.Second)
+		if !table.silentSince(time.Now().Add(-2 * time.Second)) {
+			t.Fatal("a read silent for 3 s is not seen as silent for 2 s")
+		}
+		if table.silentSince(start.Add(-time.Second)) {
+			t.Fatal("a read silent for 3 s is seen as silent for 4 s")
+		}
+		if _, err := down.Write([]byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-read; err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(3 * time.Second) // idle, as in the pool
+		if table.silentSince(time.Now().Add(-2 * time.Second)) {
+			t.Fatal("a connection whose read returned is seen as silent")
+		}
+	})
 }

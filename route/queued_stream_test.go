@@ -92,23 +92,11 @@ func TestQueuedStreamsNeverOpenAProgressingBackendsBreaker(t *testing.T) {
 
 // A backend that sends a stream's head and then nothing, while its
 // /metrics answers with token counters that stand still, still opens its
-// breaker after breaker.consecutive_failures such silences.
+// breaker after breaker.consecutive_failures such silences: under the
+// cached policy (its own scrapes) and under the setups whose only
+// reports are the progress watch's.
 func TestStreamSilentAfterItsHeadStillOpensAStuckBackendsBreaker(t *testing.T) {
-	be := startStuckBackend(t, hhSSEHead)
-	cfg := queuedStreamConfig(be.url())
-	tp := startProxy(t, cfg)
-	url := tp.url("/v1/completions")
-	for i := range cfg.Breaker.ConsecutiveFailures {
-		if code := postStatus(t, url, ftBody(10, true)); code != 504 {
-			t.Fatalf("stream %d: %d, want 504", i, code)
-		}
-		if r := tp.DebugBackends()[0].Report; r == nil {
-			t.Fatalf("stream %d: no report of the backend: the test needs them flowing", i)
-		}
-	}
-	if st := tp.DebugBackends()[0].Breaker; st != "open" {
-		t.Fatalf("breaker %s after %d streams silent after their head on a stuck backend, want open", st, cfg.Breaker.ConsecutiveFailures)
-	}
+	stuckStreamsOpenTheBreaker(t, hhSSEHead, func(code int, _ string) bool { return code == 504 }, "504")
 }
 
 // A client whose streams fill a working pod's KV cache gets its preempted
@@ -162,24 +150,270 @@ func TestPreemptedStreamsNeverOpenAProgressingBackendsBreaker(t *testing.T) {
 
 // A backend that falls silent in the middle of its streams, while its
 // /metrics answers with token counters that stand still, still opens its
-// breaker after breaker.consecutive_failures such silences.
+// breaker after breaker.consecutive_failures such silences: under the
+// cached policy (its own scrapes) and under the setups whose only
+// reports are the progress watch's.
 func TestStreamSilentMidwayStillOpensAStuckBackendsBreaker(t *testing.T) {
-	be := startStuckBackend(t, hhSSEHead+"d\r\ndata: first\n\n\r\n")
-	cfg := queuedStreamConfig(be.url())
-	tp := startProxy(t, cfg)
-	url := tp.url("/v1/completions")
-	for i := range cfg.Breaker.ConsecutiveFailures {
-		resp := post(t, url, ftBody(10, true))
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 || !strings.Contains(string(b), "data: first") || !strings.Contains(string(b), `"code":504`) {
-			t.Fatalf("stream %d: %d %q, want the first frame, then the 504 error frame", i, resp.StatusCode, b)
+	stuckStreamsOpenTheBreaker(t, hhSSEHead+"d\r\ndata: first\n\n\r\n", func(code int, body string) bool {
+		return code == 200 && strings.Contains(body, "data: first") && strings.Contains(body, `"code":504`)
+	}, "the first frame, then the 504 error frame")
+}
+
+// A stuck backend whose /metrics does not answer either still opens its
+// breaker after breaker.consecutive_failures streams silent after their
+// head, under the setups whose only reports are the progress watch's: a
+// scrape that gets no answer excuses nothing.
+func TestStreamSilentOnABackendWhoseMetricsHangStillOpensItsBreaker(t *testing.T) {
+	for _, tc := range blindPolicies {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			be := startRawBackend(t, func(c net.Conn, _ int, head []byte) bool {
+				if !strings.HasPrefix(string(head), "GET /metrics ") {
+					_, _ = io.WriteString(c, hhSSEHead)
+				}
+				_, _ = io.Copy(io.Discard, c) // silent until the proxy gives up
+				return false
+			})
+			cfg := blindStreamConfig(be.url(), tc.policy, tc.endpoint)
+			tp := startProxy(t, cfg)
+			url := tp.url("/v1/completions")
+			codes := make([]int, cfg.Breaker.ConsecutiveFailures)
+			var wg sync.WaitGroup
+			for i := range codes {
+				wg.Go(func() { codes[i] = postStatus(t, url, ftBody(10, true)) })
+			}
+			wg.Wait()
+			for i, code := range codes {
+				if code != 504 {
+					t.Fatalf("stream %d: %d, want 504", i, code)
+				}
+			}
+			if st := tp.DebugBackends()[0].Breaker; st != "open" {
+				t.Fatalf("breaker %s after %d silent streams on a backend whose /metrics hangs, want open", st, len(codes))
+			}
+		})
+	}
+}
+
+// stuckStreamSetups are the setups of the stuck-backend tests: the cached
+// policy scraping every 50 ms with an idle_timeout of 400 ms
+// (queuedStreamConfig), and the setups whose own reports carry no token
+// counter (blindPolicies, blindStreamConfig), where the progress watch's
+// scrapes are the only reports.
+func stuckStreamSetups() []stuckSetup {
+	setups := []stuckSetup{{name: "cached", cfg: queuedStreamConfig}}
+	for _, tc := range blindPolicies {
+		setups = append(setups, stuckSetup{name: tc.name, blind: true, cfg: func(url string) *config.Config {
+			return blindStreamConfig(url, tc.policy, tc.endpoint)
+		}})
+	}
+	return setups
+}
+
+type stuckSetup struct {
+	name  string
+	blind bool // the progress watch's scrapes are the only reports
+	cfg   func(url string) *config.Config
+}
+
+// stuckStreamsOpenTheBreaker runs, under every stuckStreamSetups setup,
+// breaker.consecutive_failures streams at once to a stuck backend
+// (startStuckBackend with sent) and fails unless each answer passes want
+// and the breaker is then open. The claim needs reports of the standing
+// counters taken while the streams were silent: under the blind setups
+// two progress stream scrapes (the rule's minimum); a round without them
+// (a starved process) proves nothing and runs again on a fresh proxy, up
+// to three times.
+func stuckStreamsOpenTheBreaker(t *testing.T, sent string, want func(code int, body string) bool, wantText string) {
+	for _, tc := range stuckStreamSetups() {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			for attempt := 1; ; attempt++ {
+				be := startStuckBackend(t, sent)
+				cfg := tc.cfg(be.url())
+				tp := startProxy(t, cfg)
+				url := tp.url("/v1/completions")
+				codes := make([]int, cfg.Breaker.ConsecutiveFailures)
+				bodies := make([]string, len(codes))
+				var wg sync.WaitGroup
+				for i := range codes {
+					wg.Go(func() {
+						resp := post(t, url, ftBody(10, true))
+						b, _ := io.ReadAll(resp.Body)
+						resp.Body.Close()
+						codes[i], bodies[i] = resp.StatusCode, string(b)
+					})
+				}
+				wg.Wait()
+				for i := range codes {
+					if !want(codes[i], bodies[i]) {
+						t.Fatalf("stream %d: %d %q, want %s", i, codes[i], bodies[i], wantText)
+					}
+				}
+				if st := tp.DebugBackends()[0].Breaker; st != "open" {
+					t.Fatalf("breaker %s after %d silent streams on a stuck backend, want open", st, len(codes))
+				}
+				if !tc.blind {
+					if r := tp.DebugBackends()[0].Report; r == nil {
+						t.Fatal("no report of the backend: the test needs them flowing")
+					}
+					return
+				}
+				scrapes := tp.counter(t, "probegate_progress_stream_scrapes_total", nil)
+				if scrapes >= 2 {
+					return
+				}
+				if attempt == 3 {
+					t.Fatalf("progress stream scrapes of the stuck backend = %v in each of %d rounds, want at least 2: the test needs reports flowing", scrapes, attempt)
+				}
+				t.Logf("round %d: %v progress stream scrapes while the streams were silent; again on a fresh proxy", attempt, scrapes)
+			}
+		})
+	}
+}
+
+// blindStreamConfig is blindConfig (one pod behind setup, whose own
+// reports carry no token counter) with an upstream.idle_timeout of 4 s:
+// the progress watch looks every 500 ms (idle_timeout/8) for streams
+// silent longer than 2 s, so a silence is judged on the reports of the
+// watch's scrapes in its second half, a window of 2 s that a starved
+// process must fit (see blindConfig). The first_byte_timeout is
+// blindConfig's 4 s: a stream's head comes at once.
+func blindStreamConfig(url, policy, endpoint string) *config.Config {
+	cfg := blindConfig(url, policy, endpoint)
+	cfg.Upstream.IdleTimeout = config.Duration(4 * time.Second)
+	return cfg
+}
+
+// Queued streams never open a working pod's breaker under the setups
+// whose own reports carry no token counter either: the progress watch
+// scrapes the pod while a stream is silent past idle_timeout/2, and its
+// counters advance. Without the watch's look at silent streams the
+// breaker opens in every setup (before session 11 the watch only looked
+// at waits for a head).
+func TestQueuedStreamsNeverOpenAProgressingBackendsBreakerUnderBlindPolicies(t *testing.T) {
+	blindStreamRounds(t, func(c *vllmsim.Config) { c.TimeScale = 0.1; c.MaxNumSeqs = 1 }, func(t *testing.T, url string) (int, string) {
+		// One seat; each stream holds it about 1.2 s (2,000 tokens at
+		// 0.1 scale): of 10, the fifth on waits past 4 s.
+		const streams = 10
+		codes := make([]int, streams)
+		var wg sync.WaitGroup
+		for i := range streams {
+			wg.Go(func() { codes[i] = postStatus(t, url, ftBody(2000, true)) })
 		}
-		if r := tp.DebugBackends()[0].Report; r == nil {
-			t.Fatalf("stream %d: no report of the backend: the test needs them flowing", i)
+		wg.Wait()
+		timeouts := 0
+		for i, c := range codes {
+			switch c {
+			case 200:
+			case 504:
+				timeouts++
+			default:
+				t.Fatalf("stream %d: %d, want 200 or 504 (%v)", i, c, codes)
+			}
+		}
+		return timeouts, fmt.Sprintf("queued streams timed out (%v)", codes)
+	})
+}
+
+// Preempted streams never open a working pod's breaker under the setups
+// whose own reports carry no token counter either: the progress watch
+// scrapes the pod while a stream is silent past idle_timeout/2, and its
+// counters advance. Without the watch's look at silent streams the
+// breaker opens in every setup.
+func TestPreemptedStreamsNeverOpenAProgressingBackendsBreakerUnderBlindPolicies(t *testing.T) {
+	blindStreamRounds(t, preemptingPod, func(t *testing.T, url string) (int, string) {
+		return preemptedStreams(t, url, 8, 2500), "of 8 streams were cut silent mid-stream"
+	})
+}
+
+// blindStreamRounds runs, under every blind setup (blindPolicies,
+// blindStreamConfig), one simulated pod (mut) behind a proxy and silences
+// on it (run: how many streams were cut, and what they were), and fails
+// unless the breaker stays closed and another client's request is then
+// served. A round proves nothing when the pod or the proxy was starved (a
+// -race process behind other work): fewer silences than
+// breaker.consecutive_failures, or a breaker opened while the watch got
+// fewer than two answered scrapes per silence (the rule's minimum, had
+// the silences not overlapped). Such a round runs again on a fresh pod
+// and proxy, up to three times; without the watch's look at silent
+// streams every round opens the breaker with no scrape.
+func blindStreamRounds(t *testing.T, mut func(*vllmsim.Config), run func(t *testing.T, url string) (int, string)) {
+	for _, tc := range blindPolicies {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			for attempt := 1; ; attempt++ {
+				fleet := simFleet(t, 1, mut)
+				cfg := blindStreamConfig(fleet.URLs()[0], tc.policy, tc.endpoint)
+				tp := startProxy(t, cfg)
+				url := tp.url("/v1/completions")
+				if code := postStatus(t, url, ftBody(4, false)); code != 200 {
+					t.Fatalf("warm-up: %d", code)
+				}
+				n, what := run(t, url)
+				st := tp.DebugBackends()[0].Breaker
+				excused := tp.counter(t, "probegate_breaker_excused_total", map[string]string{"reason": "progress"})
+				scrapes := tp.counter(t, "probegate_progress_stream_scrapes_total", nil)
+				var why string
+				switch {
+				case n < cfg.Breaker.ConsecutiveFailures:
+					why = fmt.Sprintf("%d %s: the test needs at least breaker.consecutive_failures (%d)", n, what, cfg.Breaker.ConsecutiveFailures)
+				case st != "closed" && scrapes < float64(2*n):
+					why = fmt.Sprintf("breaker %s after %d %s (excused{progress} %v, progress stream scrapes %v: fewer than two per silence)", st, n, what, excused, scrapes)
+				case st != "closed":
+					t.Fatalf("breaker %s after %d %s on a working pod (excused{progress} %v, progress stream scrapes %v)", st, n, what, excused, scrapes)
+				default:
+					if excused < 1 {
+						t.Errorf("excused{progress} = %v after %d %s", excused, n, what)
+					}
+					if code := postStatus(t, url, ftBody(1, false)); code != 200 {
+						t.Fatalf("another client's request after them: %d, want 200", code)
+					}
+					return
+				}
+				if attempt == 3 {
+					t.Fatalf("round %d: %s", attempt, why)
+				}
+				t.Logf("round %d proves nothing, again on a fresh pod and proxy: %s", attempt, why)
+			}
+		})
+	}
+}
+
+// preemptingPod is a simulated pod whose KV cache (300 blocks of 16
+// tokens) holds fewer than eight 2,500-token streams, with steps of 3 ms
+// (StepBase 30 ms at 0.1 scale): the newest are preempted, silent for
+// seconds while the oldest run on (5 of 8 cut at idle_timeout 4 s here).
+func preemptingPod(c *vllmsim.Config) {
+	c.TimeScale = 0.1
+	c.StepBase = 30 * time.Millisecond
+	c.NumGPUBlocks = 300
+	c.MaxModelLen = 4800
+}
+
+// preemptedStreams starts n streams of tokens each, 30 ms apart (the later
+// ones are the newest, preempted first), reads them to their end and
+// returns how many were cut with the 504 error frame after their first
+// frames.
+func preemptedStreams(t *testing.T, url string, n, tokens int) int {
+	t.Helper()
+	cut := make([]bool, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			resp := post(t, url, ftBody(tokens, true))
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			cut[i] = resp.StatusCode == 200 && strings.Contains(string(b), `"code":504`)
+		})
+		time.Sleep(30 * time.Millisecond)
+	}
+	wg.Wait()
+	k := 0
+	for _, c := range cut {
+		if c {
+			k++
 		}
 	}
-	if st := tp.DebugBackends()[0].Breaker; st != "open" {
-		t.Fatalf("breaker %s after %d streams fell silent midway on a stuck backend, want open", st, cfg.Breaker.ConsecutiveFailures)
-	}
+	return k
 }

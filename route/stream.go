@@ -30,13 +30,16 @@ type bodyStream struct {
 
 	sse      bool
 	idle     time.Duration
-	complete bool    // upstream body read to EOF
-	upErr    error   // upstream failed mid-body
-	pending  []byte  // error frame, or the held first chunk, still to deliver
-	firstBuf *[]byte // the pump buffer pending lies in (holdFirst), or nil
-	deferred error   // an upstream error that came with the first chunk
-	closed   bool
-	writeBy  lazyDeadline // the client write deadline armed by this stream
+	complete bool  // upstream body read to EOF
+	upErr    error // upstream failed mid-body
+	// silentFrom is when the silence began that upstream.idle_timeout
+	// cut (upErr is ErrUpstreamTimeout): the progress rule's since.
+	silentFrom time.Time
+	pending    []byte  // error frame, or the held first chunk, still to deliver
+	firstBuf   *[]byte // the pump buffer pending lies in (holdFirst), or nil
+	deferred   error   // an upstream error that came with the first chunk
+	closed     bool
+	writeBy    lazyDeadline // the client write deadline armed by this stream
 
 	// A stream pumped over the hijacked client connection (hijack.go).
 	hj hijackState
@@ -134,6 +137,7 @@ func (s *bodyStream) ended(err error) error {
 		s.upErr = err
 		if isTimeout(err) {
 			s.upErr = ErrUpstreamTimeout
+			s.silentFrom = s.p.now().Add(-s.idle)
 		}
 		if !s.sse {
 			return err
@@ -183,8 +187,10 @@ func (s *bodyStream) finish() {
 			// token counters advanced meanwhile (silenceOutcome): vLLM
 			// preempted the request (its KV cache full, which other
 			// clients' work fills) and will resume it, or it waits for
-			// its first token; the backend is working.
-			a.outcome = s.p.silenceOutcome(s.b.state, s.p.now().Add(-s.idle))
+			// its first token; the backend is working. The progress
+			// watch scrapes the backend during the silence under every
+			// policy (connTable.silentSince).
+			a.outcome = s.p.silenceOutcome(s.b.state, s.silentFrom)
 		}
 		a.err = s.upErr
 	default:

@@ -65,6 +65,10 @@ type deadlineConn struct {
 	key             string   // keyAddr as a string
 	raddr           net.Addr // the remote address of that socket (RemoteAddr)
 	readBy, writeBy lazyDeadline
+	// bodyReadSince is when the read under way of a response body (a
+	// read past the head) began, Unix ns; 0 while none is: the progress
+	// watch reads a stream's silence from it (connTable.silentSince).
+	bodyReadSince atomic.Int64
 }
 
 func (c *deadlineConn) Write(p []byte) (int, error) {
@@ -99,10 +103,14 @@ func (c *deadlineConn) Read(p []byte) (int, error) {
 	if c.awaiting.Load() {
 		d = c.firstByte
 	}
-	if t, ok := c.readBy.due(time.Now(), d); ok {
+	now := time.Now()
+	if t, ok := c.readBy.due(now, d); ok {
 		c.readBy.armed(c.Conn.SetReadDeadline(t), t)
 	}
-	return c.read(p)
+	c.bodyReadSince.Store(now.UnixNano())
+	n, err := c.read(p)
+	c.bodyReadSince.Store(0)
+	return n, err
 }
 
 // readLent is Read into a buffer l lends only once the connection has
@@ -117,9 +125,12 @@ func (c *deadlineConn) readLent(l rawconn.Lender) (int, error) {
 	if c.awaiting.Load() {
 		d = c.firstByte
 	}
-	if t, ok := c.readBy.due(time.Now(), d); ok {
+	now := time.Now()
+	if t, ok := c.readBy.due(now, d); ok {
 		c.readBy.armed(c.Conn.SetReadDeadline(t), t)
 	}
+	c.bodyReadSince.Store(now.UnixNano())
+	defer c.bodyReadSince.Store(0)
 	g, ok := c.Conn.(*guardedConn)
 	if !ok {
 		return c.read(l.Lend())
@@ -182,7 +193,9 @@ func (c *deadlineConn) read(p []byte) (int, error) {
 // got notes that a read returned n bytes.
 func (c *deadlineConn) got(n int) {
 	if n > 0 {
-		c.awaiting.Store(false)
+		if c.awaiting.Load() {
+			c.awaiting.Store(false)
+		}
 		if !c.answered.Load() {
 			c.answered.Store(true)
 		}
