@@ -182,9 +182,19 @@ func (g *guardedConn) Write(p []byte) (int, error) {
 // still being written to it (writeOut).
 var errAnsweredEarly = errors.New("the backend answered before it read the whole request")
 
-// stallLook is how often a request write that cannot go out looks whether
-// the backend has answered meanwhile (writeOut).
+// stallLook is how long a request write that cannot go out waits before it
+// first looks whether the backend has answered meanwhile (writeOut); each
+// later wait of the same write is twice the one before, up to
+// maxStallLook. Looking every 20 ms for the whole of a long stall cost a
+// 12 MiB request to a backend reading 16 MiB/s 8.4 -> 16.5 ms of the
+// proxy's CPU (adfd762^ vs adfd762, 9 of 9 rounds above; 100 ms slices:
+// 10.3 ms): each slice's wake-up is paid, and a slow reader stalls a large
+// body for most of its transfer.
 const stallLook = 20 * time.Millisecond
+
+// maxStallLook bounds the waits between looks: an answer that comes late
+// in a long stall reaches the client at most this much later.
+const maxStallLook = 320 * time.Millisecond
 
 // writeOut writes p, part of a request longer than maxHeldRequest, on the
 // current socket.
@@ -195,7 +205,8 @@ const stallLook = 20 * time.Millisecond
 // stall on the full socket until its deadline (upstream.idle_timeout) and
 // the client would get a 504 instead of that answer, counted against the
 // backend. So on a plain TCP socket a write that cannot go out at once
-// waits for the socket in slices of stallLook, and before each it looks
+// waits for the socket in slices (stallLook, doubling up to maxStallLook),
+// and before each it looks
 // whether the backend has answered (anything but an interim 1xx head) or
 // closed: if it has, the
 // write stops with errAnsweredEarly, a write error, on which RoundTrip
@@ -222,11 +233,11 @@ func (g *guardedConn) writeOut(p []byte) (int, error) {
 		}
 		_ = h.Conn.SetWriteDeadline(t)
 	}()
-	for {
+	for look := stallLook; ; look = min(2*look, maxStallLook) {
 		if g.peek.answered() {
 			return n, &net.OpError{Op: "write", Net: "tcp", Source: h.LocalAddr(), Addr: h.RemoteAddr(), Err: errAnsweredEarly}
 		}
-		slice := time.Now().Add(stallLook)
+		slice := time.Now().Add(look)
 		if by != 0 && slice.UnixNano() > by {
 			slice = time.Unix(0, by)
 		}
