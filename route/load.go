@@ -81,21 +81,7 @@ type LoadInput struct {
 	// RefNs is the reference nanoseconds per token (the mean learned speed
 	// of the candidates, > 0); a candidate with no learned speed uses it.
 	RefNs float64
-	// SeedNs is the mean pod-reported speed of the candidates whose
-	// seed applies (Seeded), when at least two of them have one; 0
-	// otherwise. A seeded candidate within seedBand of it is scored with
-	// it (see BriefQueue).
-	SeedNs float64
 }
-
-// seedBand is how far apart, as a ratio, two long-lived pods' seeded
-// speeds may be and still be scored as equally fast. A seed is the
-// ratio of a pod's lifetime prefill counters, which overlapping prefills
-// inflate (probe's lifetimeNs): between equal pods it spread 0.90-1.09
-// (p10-p90, issue 13 session 8), and acting on that spread sends a
-// little more to the pods whose history happened to overlap less. A
-// pod 2x slower (the case the seed is for) is far outside the band.
-const seedBand = 1.15
 
 // Queue returns the candidate's queue for the scorers (see LoadModel).
 func (m *LoadModel) Queue(v *probe.View, in *LoadInput) float64 {
@@ -128,7 +114,7 @@ func (m *LoadModel) BriefQueue(v *probe.Brief, in *LoadInput) float64 {
 	// not past it needs a seat too (its prefill tokens alone make a short
 	// prompt behind a cached prefix look nearly free): WaitingWeight.
 	running := max(v.Queue-waiting, 0)
-	ns := m.bandNs(v, in.SeedNs)
+	ns := m.BriefNs(v)
 	if ns <= 0 || m.IgnoreSpeed {
 		ns = in.RefNs
 	}
@@ -194,56 +180,6 @@ func (m *LoadModel) BriefNs(b *probe.Brief) float64 {
 	return m.Ns(b.NsPerToken, b.PodNsPerToken, b.SpeedSamples, m.Seeded(b.PodSeeded, b.ForeignShare))
 }
 
-// bandNs is BriefNs with b's seeded pod speed taken as seedNs (the
-// candidates' mean seeded speed, 0: none) when it is within seedBand of
-// it: pods whose seeds differ by no more than seeds of equal pods do are
-// scored as equally fast, while a pod outside the band keeps its own.
-func (m *LoadModel) bandNs(b *probe.Brief, seedNs float64) float64 {
-	seeded := m.Seeded(b.PodSeeded, b.ForeignShare)
-	pod := b.PodNsPerToken
-	if seeded && seedNs > 0 && pod > 0 && pod < seedNs*seedBand && pod*seedBand > seedNs {
-		pod = seedNs
-	}
-	return m.Ns(b.NsPerToken, pod, b.SpeedSamples, seeded)
-}
-
-// briefSeedNs is LoadInput.SeedNs over briefs: the mean pod-reported
-// speed of those whose seed applies, 0 unless there are two or more.
-func (m *LoadModel) briefSeedNs(briefs []probe.Brief) float64 {
-	if m.PodSamples <= 0 || m.IgnoreSpeed {
-		return 0
-	}
-	sum, n := 0.0, 0
-	for i := range briefs {
-		if b := &briefs[i]; b.PodNsPerToken > 0 && m.Seeded(b.PodSeeded, b.ForeignShare) {
-			sum += b.PodNsPerToken
-			n++
-		}
-	}
-	if n < 2 {
-		return 0
-	}
-	return sum / float64(n)
-}
-
-// seedNs is briefSeedNs over views.
-func (m *LoadModel) seedNs(views []probe.View) float64 {
-	if m.PodSamples <= 0 || m.IgnoreSpeed {
-		return 0
-	}
-	sum, n := 0.0, 0
-	for i := range views {
-		if v := &views[i]; v.PodNsPerToken > 0 && m.Seeded(v.PodSeeded, v.ForeignShare) {
-			sum += v.PodNsPerToken
-			n++
-		}
-	}
-	if n < 2 {
-		return 0
-	}
-	return sum / float64(n)
-}
-
 // Seeded reports whether Ns treats a backend's pod-reported speed as a
 // long-lived pod's seed (PodSamples' weight): it started from the pod's
 // lifetime counters (podSeeded) and, with PodForeign > 0, the backend's
@@ -256,15 +192,9 @@ func (m *LoadModel) Seeded(podSeeded bool, foreignShare float64) bool {
 // with (Ns), or 1 when none is known (every candidate then uses the same
 // speed).
 func (m *LoadModel) RefNs(views []probe.View) float64 {
-	return m.refNs(views, 0)
-}
-
-// refNs is RefNs with the seeded speeds banded around seedNs (bandNs).
-func (m *LoadModel) refNs(views []probe.View, seedNs float64) float64 {
 	sum, n := 0.0, 0
 	for i := range views {
-		b := views[i].Brief()
-		if ns := m.bandNs(&b, seedNs); ns > 0 {
+		if ns := m.viewNs(&views[i]); ns > 0 {
 			sum += ns
 			n++
 		}
@@ -272,11 +202,11 @@ func (m *LoadModel) refNs(views []probe.View, seedNs float64) float64 {
 	return refMean(sum, n)
 }
 
-// briefRefNs is refNs over briefs.
-func (m *LoadModel) briefRefNs(briefs []probe.Brief, seedNs float64) float64 {
+// briefRefNs is RefNs over briefs.
+func (m *LoadModel) briefRefNs(briefs []probe.Brief) float64 {
 	sum, n := 0.0, 0
 	for i := range briefs {
-		if ns := m.bandNs(&briefs[i], seedNs); ns > 0 {
+		if ns := m.BriefNs(&briefs[i]); ns > 0 {
 			sum += ns
 			n++
 		}

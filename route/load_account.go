@@ -118,14 +118,10 @@ func (m *Memory) endWork(b *Backend, w *workTicket, complete bool) {
 // one token, before there is one) and the candidates' reference speed.
 // The caller sets Own per candidate.
 func loadInput(m *Memory, lm *LoadModel, info *RequestInfo, views []probe.View) LoadInput {
-	in := LoadInput{MeanPrompt: m.book.MeanPrompt(float64(max(info.PromptTokens, 1))), SeedNs: lm.seedNs(views)}
-	in.RefNs = lm.refNs(views, in.SeedNs)
-	return in
+	return LoadInput{MeanPrompt: m.book.MeanPrompt(float64(max(info.PromptTokens, 1))), RefNs: lm.RefNs(views)}
 }
 
 // briefLoadInput is loadInput over briefs.
 func briefLoadInput(m *Memory, lm *LoadModel, info *RequestInfo, briefs []probe.Brief) LoadInput {
-	in := LoadInput{MeanPrompt: m.book.MeanPrompt(float64(max(info.PromptTokens, 1))), SeedNs: lm.briefSeedNs(briefs)}
-	in.RefNs = lm.briefRefNs(briefs, in.SeedNs)
-	return in
+	return LoadInput{MeanPrompt: m.book.MeanPrompt(float64(max(info.PromptTokens, 1))), RefNs: lm.briefRefNs(briefs)}
 }

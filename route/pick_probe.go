@@ -295,7 +295,7 @@ func (p *probePicker) bestCached(info *RequestInfo, s *Scratch, exclude []*Backe
 	if p.sc.pc.Load.Tokens {
 		li = briefLoadInput(p.sc.mem, &p.sc.pc.Load, info, briefs)
 	} else if p.sc.pc.Load.SpeedBand >= 1 {
-		li.RefNs = p.sc.pc.Load.briefRefNs(briefs, 0)
+		li.RefNs = p.sc.pc.Load.briefRefNs(briefs)
 	}
 	w := Weights{Queue: p.sc.pc.Weights.Queue, KVCache: p.sc.pc.Weights.KVCache}
 	var blocks []uint64
