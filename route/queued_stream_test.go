@@ -63,22 +63,7 @@ func TestQueuedStreamsNeverOpenAProgressingBackendsBreaker(t *testing.T) {
 		t.Fatalf("warm-up: %d", code)
 	}
 	const streams = 8 // each holds the seat about 180 ms (300 tokens at 0.1 scale)
-	codes := make([]int, streams)
-	var wg sync.WaitGroup
-	for i := range streams {
-		wg.Go(func() { codes[i] = postStatus(t, url, ftBody(300, true)) })
-	}
-	wg.Wait()
-	timeouts := 0
-	for i, c := range codes {
-		switch c {
-		case 200:
-		case 504:
-			timeouts++
-		default:
-			t.Fatalf("stream %d: %d, want 200 or 504 (%v)", i, c, codes)
-		}
-	}
+	timeouts, codes := queuedStreams(t, url, streams, 300)
 	if timeouts < cfg.Breaker.ConsecutiveFailures {
 		t.Fatalf("%d of %d queued streams timed out (%v): the test needs at least breaker.consecutive_failures (%d)", timeouts, streams, codes, cfg.Breaker.ConsecutiveFailures)
 	}
@@ -295,23 +280,7 @@ func TestQueuedStreamsNeverOpenAProgressingBackendsBreakerUnderBlindPolicies(t *
 	blindStreamRounds(t, func(c *vllmsim.Config) { c.TimeScale = 0.1; c.MaxNumSeqs = 1 }, func(t *testing.T, url string) (int, string) {
 		// One seat; each stream holds it about 1.2 s (2,000 tokens at
 		// 0.1 scale): of 10, the fifth on waits past 4 s.
-		const streams = 10
-		codes := make([]int, streams)
-		var wg sync.WaitGroup
-		for i := range streams {
-			wg.Go(func() { codes[i] = postStatus(t, url, ftBody(2000, true)) })
-		}
-		wg.Wait()
-		timeouts := 0
-		for i, c := range codes {
-			switch c {
-			case 200:
-			case 504:
-				timeouts++
-			default:
-				t.Fatalf("stream %d: %d, want 200 or 504 (%v)", i, c, codes)
-			}
-		}
+		timeouts, codes := queuedStreams(t, url, 10, 2000)
 		return timeouts, fmt.Sprintf("queued streams timed out (%v)", codes)
 	})
 }
@@ -416,4 +385,28 @@ func preemptedStreams(t *testing.T, url string, n, tokens int) int {
 		}
 	}
 	return k
+}
+
+// queuedStreams sends n streams of tokens each at once and returns how
+// many got a 504 (a first token that waited past upstream.idle_timeout)
+// and every stream's status; any status but 200 or 504 fails t.
+func queuedStreams(t *testing.T, url string, n, tokens int) (int, []int) {
+	t.Helper()
+	codes := make([]int, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { codes[i] = postStatus(t, url, ftBody(tokens, true)) })
+	}
+	wg.Wait()
+	timeouts := 0
+	for i, c := range codes {
+		switch c {
+		case 200:
+		case 504:
+			timeouts++
+		default:
+			t.Fatalf("stream %d: %d, want 200 or 504 (%v)", i, c, codes)
+		}
+	}
+	return timeouts, codes
 }
