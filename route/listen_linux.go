@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// listenerKeepAlive: Linux copies a listening socket's SO_KEEPALIVE,
+// listenerOptions: Linux copies a listening socket's SO_KEEPALIVE,
 // TCP_KEEPIDLE, TCP_KEEPINTVL and TCP_KEEPCNT to every socket it accepts
 // (the accepted socket is cloned from the listening one), and arms the
 // keep-alive timer of the clone.
