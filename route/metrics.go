@@ -72,7 +72,7 @@ func newMetrics(reg prometheus.Registerer, p *Proxy) (*Metrics, error) {
 		}),
 		probesVec: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "probegate_probes_total",
-			Help: "Synchronous probes by outcome: ok, timeout, error, cancelled (sent, then abandoned without an answer once every request waiting for it had its quorum), hedge (a hedged probe sent), skipped_fresh (cached state fresh enough), coalesced (a request waited for a probe already in flight instead of sending one), skipped_slow (a candidate whose last probe did not answer within probe.deadline was not waited for). Probes sent = ok + timeout + error + cancelled.",
+			Help: "Synchronous probes by outcome: ok, timeout, error, cancelled (sent, then abandoned without an answer once every request waiting for it had its quorum), hedge (a hedged probe sent), skipped_fresh (cached state fresh enough), coalesced (a request waited for a probe already in flight instead of sending one), skipped_slow (a candidate whose last probe did not answer within probe.deadline was not waited for), skipped_recent (a candidate whose state was older than probe.fresh_for but younger than twice it was not waited for; a probe nobody waits for refreshed it). Probes sent = ok + timeout + error + cancelled.",
 		}, []string{"outcome"}),
 		probeDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "probegate_probe_duration_seconds",
@@ -81,7 +81,7 @@ func newMetrics(reg prometheus.Registerer, p *Proxy) (*Metrics, error) {
 		}),
 		decisionsVec: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "probegate_decisions_total",
-			Help: "Routing decisions by the source of the winner's state: probe, orca, scrape, local (this proxy's in-flight count alone).",
+			Help: "Routing decisions by the source of the winner's state: probe, orca, scrape, local (this proxy's in-flight count alone), none (a blind policy, round_robin or random, decided on no state).",
 		}, []string{"source"}),
 		stateAge: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "probegate_decision_state_age_seconds",
