@@ -50,9 +50,17 @@ type Options struct {
 	// one; see OverheadOptions.Repeat).
 	Repeat int
 	// Sizes is the request size distribution of steady, spike and replicas
-	// (and of the capacity measurement): SizesLognormal (""), SizesUniform
-	// or SizesTrace.
+	// (and of the capacity measurement): SizesLognormal (""), SizesUniform,
+	// SizesTrace or SizesBimodal.
 	Sizes string
+	// Arrivals is the arrival process of steady and replicas:
+	// ArrivalsPoisson ("": gamma gaps of shape Burstiness) or
+	// ArrivalsOnOff (BurstOnOff; Burstiness must then be 0 or 1).
+	Arrivals string
+	// Fleet is the fleet of steady, spike and replicas: FleetHomo ("") or
+	// a fleetsim -general kind (FleetOneSlow, FleetTwoSpeed), whose loads
+	// are shares of that fleet's own capacity (fleetFaults).
+	Fleet string
 	// TraceFile is the trace of the trace scenario and of -sizes trace (""
 	// for the committed slice of the Azure code trace).
 	TraceFile string
@@ -176,6 +184,9 @@ type variant struct {
 	traceSpeed float64
 	traceRows  int // > 0: the calibrated replay of traceRows rows a seed
 	firstSeed  int64
+	// onoff, when set, modulates segs' rates (-arrivals onoff) instead of
+	// the gamma gaps of burstiness.
+	onoff *OnOff
 }
 
 func (v *variant) schedDur() time.Duration {
@@ -204,7 +215,12 @@ func (v *variant) build(seed int64) []Req {
 		return TraceRequests(v.window(seed), v.work.Model, v.setup.Replicas, uint64(seed))
 	}
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x73636864))
-	arr := Arrivals(v.segs, v.burstiness, rng)
+	var arr []time.Duration
+	if v.onoff != nil {
+		arr = v.onoff.Arrivals(v.segs, rng)
+	} else {
+		arr = Arrivals(v.segs, v.burstiness, rng)
+	}
 	var steps []int
 	if v.stepLoads != nil {
 		steps = make([]int, len(arr))
@@ -266,15 +282,23 @@ func variants(name string, o *Options, capacity float64) []variant {
 	}
 	base := Setup{Servers: n, Sim: baseSim(), Replicas: 1}
 	w := baseWorkload(n)
-	// -sizes applies to steady, spike and replicas.
+	// -sizes and -fleet apply to steady, spike and replicas; -arrivals to
+	// steady and replicas. Run has checked o.Fleet.
 	sized, sw := base, w
 	sized.Sim = sizedSim(o.Sizes)
 	sw = sizedWorkload(o, n)
+	faults, share, _ := fleetFaults(o.Fleet, n)
+	sized.Faults = faults
 	sizeParam := func(p map[string]any) map[string]any {
 		p["sizes"] = o.Sizes
+		if faults != nil {
+			p["fleet"] = o.Fleet
+			p["fleet_capacity_share"] = round3(share)
+		}
 		return p
 	}
 	steady := func(load float64) []Segment { return []Segment{{Rate: load * capacity, Dur: dur}} }
+	sizedSteady := func(load float64) []Segment { return []Segment{{Rate: load * capacity * share, Dur: dur}} }
 	mk := func(vname string, params map[string]any, su Setup, segs []Segment, wk Workload) variant {
 		params["scenario"] = name
 		b := 1.0
@@ -284,11 +308,22 @@ func variants(name string, o *Options, capacity float64) []variant {
 		}
 		return variant{name: vname, params: params, setup: su, segs: segs, burstiness: b, work: wk}
 	}
+	// mkArr is mk for the scenarios -arrivals applies to.
+	mkArr := func(vname string, params map[string]any, su Setup, segs []Segment, wk Workload) variant {
+		v := mk(vname, params, su, segs, wk)
+		if o.Arrivals == ArrivalsOnOff {
+			p := BurstOnOff
+			v.onoff = &p
+			low, _ := p.Factor(p.On)
+			v.params["arrivals"] = fmt.Sprintf("onoff: %v of every %v at %gx the mean rate, the rest at %.3gx", p.On, p.Period, p.High, low)
+		}
+		return v
+	}
 	switch name {
 	case "steady":
 		var out []variant
 		for _, l := range []float64{0.5, 0.8, 0.95} {
-			out = append(out, mk(fmt.Sprintf("steady_%02.0f", l*100), sizeParam(map[string]any{"load": l, "arrivals": "poisson", "duration_s": dur.Seconds()}), sized, steady(l), sw))
+			out = append(out, mkArr(fmt.Sprintf("steady_%02.0f", l*100), sizeParam(map[string]any{"load": l, "arrivals": "poisson", "duration_s": dur.Seconds()}), sized, sizedSteady(l), sw))
 		}
 		return out
 	case "spike":
@@ -296,7 +331,7 @@ func variants(name string, o *Options, capacity float64) []variant {
 		if o.Quick {
 			tail = 2 * time.Second
 		}
-		segs := []Segment{{Rate: 2 * capacity, Dur: time.Second}, {Rate: 0.5 * capacity, Dur: tail}}
+		segs := []Segment{{Rate: 2 * capacity * share, Dur: time.Second}, {Rate: 0.5 * capacity * share, Dur: tail}}
 		return []variant{mk("spike", sizeParam(map[string]any{"load": 2.0, "burst_s": 1.0, "tail_load": 0.5, "tail_s": tail.Seconds(), "arrivals": "poisson", "pool": "idle, fresh proxies"}), sized, segs, sw)}
 	case "ramp":
 		step := dur / 4
@@ -350,7 +385,7 @@ func variants(name string, o *Options, capacity float64) []variant {
 			su.Replicas = r
 			wk := sw
 			wk.Replicas = r
-			out = append(out, mk(fmt.Sprintf("replicas_r%d", r), sizeParam(map[string]any{"load": 0.85, "replicas": r, "split": "client-side, request i to replica i mod R"}), su, steady(0.85), wk))
+			out = append(out, mkArr(fmt.Sprintf("replicas_r%d", r), sizeParam(map[string]any{"load": 0.85, "replicas": r, "split": "client-side, request i to replica i mod R"}), su, sizedSteady(0.85), wk))
 		}
 		return out
 	case "trace":
@@ -397,6 +432,12 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 		o.Sizes = SizesLognormal
 	}
 	if err := checkSizes(o.Sizes); err != nil {
+		return nil, err
+	}
+	if err := checkArrivals(o.Arrivals, o.Burstiness); err != nil {
+		return nil, err
+	}
+	if _, _, err := fleetFaults(o.Fleet, o.Servers); err != nil {
 		return nil, err
 	}
 	if o.Sizes == SizesTrace || slices.Contains(names, "trace") {

@@ -23,10 +23,43 @@ const (
 	// SizesTrace: (prompt, output) pairs drawn at random from a trace's
 	// rows (-trace FILE, else the committed slice).
 	SizesTrace = "trace"
+	// SizesBimodal: ChatDocBimodal, 80% chat turns with long outputs and
+	// 20% long documents with short ones (fleetsim -general's "bimodal").
+	SizesBimodal = "bimodal"
 )
 
 // SizeKinds lists the accepted -sizes values.
-var SizeKinds = []string{SizesLognormal, SizesUniform, SizesTrace}
+var SizeKinds = []string{SizesLognormal, SizesUniform, SizesTrace, SizesBimodal}
+
+// Bimodal is a two-mode size distribution: with probability ChatShare a
+// chat turn (prompt and output uniform in ChatPrompt and ChatOutput,
+// inclusive), else a document (DocPrompt, DocOutput).
+type Bimodal struct {
+	ChatShare              float64
+	ChatPrompt, ChatOutput [2]int
+	DocPrompt, DocOutput   [2]int
+}
+
+// ChatDocBimodal is the bimodal workload of fleetsim -general (session 11),
+// the only traffic in which the simulator saw probe lose to a blind policy:
+// 80% chat turns of 64-512 prompt and 32-256 output tokens, 20% documents
+// of 3,000-7,000 prompt and 8-64 output tokens. The parameters are
+// assumptions chosen to contrast the two modes (a chat turn holds a batch
+// seat for up to 256 decode steps; a document's prefill is 6-100x a chat
+// turn's), not fitted to a trace: the only trace at hand is the Azure code
+// service's, whose outputs are short (median 13 tokens).
+var ChatDocBimodal = Bimodal{ChatShare: 0.8, ChatPrompt: [2]int{64, 512}, ChatOutput: [2]int{32, 256},
+	DocPrompt: [2]int{3000, 7000}, DocOutput: [2]int{8, 64}}
+
+// Draw returns one request's prompt and output tokens. It draws from rng in
+// a fixed order (the mode, then the prompt, then the output), so one rng
+// state gives fleetsim and the bench the same request.
+func (b Bimodal) Draw(rng *rand.Rand) (prompt, output int) {
+	if rng.Float64() < b.ChatShare {
+		return uniform(rng, b.ChatPrompt), uniform(rng, b.ChatOutput)
+	}
+	return uniform(rng, b.DocPrompt), uniform(rng, b.DocOutput)
+}
 
 // LogNormal is a lognormal distribution of token counts, clamped to
 // [Min, Max]: exp(Mu + Sigma*N(0,1)), rounded.

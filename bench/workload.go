@@ -38,8 +38,9 @@ type Workload struct {
 	Servers      int
 	Replicas     int
 	// Sizes is how prompt and output lengths are drawn (SizesUniform or ""
-	// uses PromptChars and MaxTokens; SizesLognormal and SizesTrace draw
-	// token counts, the prompt then has exactly that many tokens).
+	// uses PromptChars and MaxTokens; SizesLognormal, SizesTrace and
+	// SizesBimodal draw token counts, the prompt then has exactly that many
+	// tokens).
 	Sizes string
 	// Pairs are the (prompt, output) rows SizesTrace draws from.
 	Pairs []TraceRow
@@ -51,10 +52,13 @@ type Workload struct {
 // drawTokens returns a prompt and an output length in tokens for the
 // token-based size distributions.
 func (w *Workload) drawTokens(rng *rand.Rand) (prompt, output int) {
-	if w.Sizes == SizesTrace && len(w.Pairs) > 0 {
+	switch {
+	case w.Sizes == SizesTrace && len(w.Pairs) > 0:
 		r := w.Pairs[rng.IntN(len(w.Pairs))]
 		prompt, output = r.Prompt, r.Output
-	} else {
+	case w.Sizes == SizesBimodal:
+		prompt, output = ChatDocBimodal.Draw(rng)
+	default:
 		prompt, output = CodePromptTokens.Draw(rng), CodeOutputTokens.Draw(rng)
 	}
 	if w.MaxModelLen > 0 && prompt+output > w.MaxModelLen {
@@ -111,7 +115,7 @@ func (w Workload) Build(arrivals []time.Duration, steps []int, seed uint64) []Re
 			}
 		}
 		var user string
-		if w.Sizes == SizesLognormal || w.Sizes == SizesTrace {
+		if w.Sizes == SizesLognormal || w.Sizes == SizesTrace || w.Sizes == SizesBimodal {
 			r.PromptTokens, r.MaxTokens = w.drawTokens(rng)
 			user = tokenText(rng, i, r.PromptTokens)
 		} else {

@@ -3,6 +3,8 @@ package fleetsim
 import (
 	"fmt"
 	"time"
+
+	"github.com/probegate/probegate/bench"
 )
 
 // Arrival processes of synthetic workloads (Workload.Shape). Each is a
@@ -17,15 +19,20 @@ import (
 //
 // A varying rate is drawn by thinning: candidate gaps at the peak rate,
 // each kept with probability rate(t) / peak.
+//
+// onoff is bench.BurstOnOff, the live bench's -arrivals onoff.
 const (
-	ArrivalsPoisson = "poisson"
-	ArrivalsOnOff   = "onoff"
+	ArrivalsPoisson = bench.ArrivalsPoisson
+	ArrivalsOnOff   = bench.ArrivalsOnOff
 	ArrivalsRamp    = "ramp"
 
-	onOffPeriod = 6 * time.Second
-	onOffOn     = 1500 * time.Millisecond
-	onOffHigh   = 3.0
-	rampFrom    = 0.5
+	rampFrom = 0.5
+)
+
+var (
+	onOffPeriod = bench.BurstOnOff.Period
+	onOffOn     = bench.BurstOnOff.On
+	onOffHigh   = bench.BurstOnOff.High
 )
 
 // ArrivalShapes are the arrival processes a synthetic workload can have.
@@ -45,12 +52,7 @@ func checkShape(shape string) error {
 func rateFactor(shape string, t, end time.Duration) (f, peak float64) {
 	switch shape {
 	case ArrivalsOnOff:
-		on := float64(onOffOn) / float64(onOffPeriod)
-		low := (1 - on*onOffHigh) / (1 - on)
-		if t%onOffPeriod < onOffOn {
-			return onOffHigh, onOffHigh
-		}
-		return low, onOffHigh
+		return bench.BurstOnOff.Factor(t)
 	case ArrivalsRamp:
 		if end <= 0 {
 			return 1, 1

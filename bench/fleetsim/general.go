@@ -71,7 +71,8 @@ func sameMeanLognormal(sigma float64) bench.LogNormal {
 //	lognormal       bench.CodePromptTokens / CodeOutputTokens (the bench's default)
 //	lognormal_s05   prompt sigma 0.5, same mean (median 2,110): narrower
 //	lognormal_s15   prompt sigma 1.5, same mean (median 776, 6.6% at the 7,437 cap)
-//	bimodal         80%: prompt 64-512, output 32-256 tokens (chat turns);
+//	bimodal         bench.ChatDocBimodal (the live bench's -sizes bimodal):
+//	                80%: prompt 64-512, output 32-256 tokens (chat turns);
 //	                20%: prompt 3,000-7,000, output 8-64 (documents), uniform in each
 //	trace_sizes     the trace's (prompt, output) rows drawn at random
 //	trace_arrivals  the trace's rows in order with its own gaps (shape ignored)
@@ -95,12 +96,7 @@ func GeneralWorkload(sizes, shape string, trace []bench.TraceRow) (Workload, err
 			return pr.Draw(rng), bench.CodeOutputTokens.Draw(rng)
 		}}
 	case SizesBimodal:
-		w = Workload{KVBlocks: 1024, Sizes: func(rng *rand.Rand) (int, int) {
-			if rng.Float64() < 0.8 {
-				return 64 + rng.IntN(449), 32 + rng.IntN(225)
-			}
-			return 3000 + rng.IntN(4001), 8 + rng.IntN(57)
-		}}
+		w = Workload{KVBlocks: 1024, Sizes: bench.ChatDocBimodal.Draw}
 	case SizesTrace, SizesTraceReal:
 		if len(trace) < 2 {
 			return Workload{}, fmt.Errorf("sizes %s need a trace (-trace)", sizes)

@@ -32,7 +32,9 @@ func main() {
 	strategies := fs.String("strategies", "", "comma-separated subset of strategies (default all)")
 	servers := fs.Int("servers", 0, "simulated servers (default 8)")
 	burst := fs.Float64("burstiness", 1, "gamma shape of arrival gaps: 1 = Poisson, < 1 = burstier (as vllm bench serve)")
-	sizes := fs.String("sizes", bench.SizesLognormal, "request sizes of steady, spike and replicas: "+strings.Join(bench.SizeKinds, ", ")+" (lognormal: fitted to the Azure code trace; trace: pairs drawn from -trace)")
+	sizes := fs.String("sizes", bench.SizesLognormal, "request sizes of steady, spike and replicas: "+strings.Join(bench.SizeKinds, ", ")+" (lognormal: fitted to the Azure code trace; trace: pairs drawn from -trace; bimodal: 80% chat turns of 64-512 prompt / 32-256 output tokens, 20% documents of 3,000-7,000 / 8-64, fleetsim -general's, assumed, not fitted)")
+	arrivals := fs.String("arrivals", bench.ArrivalsPoisson, "arrival process of steady and replicas: "+strings.Join(bench.ArrivalKinds, ", ")+" (poisson: gamma gaps of -burstiness; onoff: 1.5 s of every 6 s at 3x the mean rate, the rest at 1/3x, fleetsim -general's bursts)")
+	fleet := fs.String("fleet", bench.FleetHomo, "servers of steady, spike and replicas: "+strings.Join(bench.FleetKinds, ", ")+" (fleetsim -general's kinds: oneslow = the last server 2x slower, twospeed = the second half 2x slower; loads are shares of that fleet's own capacity)")
 	trace := fs.String("trace", "", "trace in the Azure schema (TIMESTAMP,ContextTokens,GeneratedTokens) for -scenario trace and -sizes trace (default: the committed slice bench/testdata/azure_code_2023_slice.csv)")
 	traceOffset := fs.Duration("trace-offset", bench.DefaultTraceOffset, "trace time at which the first seed's replay window starts (each further seed replays the next window)")
 	traceSpeed := fs.Float64("trace-speed", 0, "fixed replay speed: the trace's arrival times are divided by it and each seed replays duration x speed of trace time (1: real time); 0 calibrates the replay to -trace-load instead")
@@ -51,7 +53,7 @@ func main() {
 	defer stop()
 	o := bench.Options{Scenario: *scenario, Quick: *quick, Out: *out, Seed: *seed, Seeds: *seeds,
 		Duration: *dur, Servers: *servers, Burstiness: *burst, Progress: os.Stderr, Log: os.Stderr,
-		Sizes: *sizes, TraceFile: *trace, TraceOffset: *traceOffset, TraceSpeed: *traceSpeed, TraceLoad: *traceLoad, TraceRows: *traceRows,
+		Sizes: *sizes, Arrivals: *arrivals, Fleet: *fleet, TraceFile: *trace, TraceOffset: *traceOffset, TraceSpeed: *traceSpeed, TraceLoad: *traceLoad, TraceRows: *traceRows,
 		ProfileDir: *profile, Pin: *pin, Repeat: *repeat, PodHistory: *podHistory, Records: *records}
 	if *variants != "" {
 		o.Variants = strings.Split(*variants, ",")
