@@ -78,27 +78,47 @@ type report struct {
 	foreign    float64  // the foreign share as of this report (foreign.go)
 }
 
-// progress is what the reports so far say of the backend's token counter
-// (Load.Tokens): its last value, when it was measured, and the span over
-// which it last advanced. Carried from report to report, so that reports
-// without a counter (ORCA, /load) do not erase it.
+// progress is what the reports so far say of the engine stepping: the
+// backend's token counter (Load.Tokens) and its KV-cache use (Load.KVUse)
+// as /metrics reported them, when each was measured, and the span over
+// which either last moved. Carried from report to report, so that reports
+// without them (ORCA, /load) do not erase it.
+//
+// The KV use is there for long prefills: vLLM counts a prompt's tokens
+// only at its first token, and a step that produces no token records no
+// iteration stats, so while a long prompt prefills alone in chunks no
+// token counter moves; its KV use grows with each chunk's blocks. The
+// gauge changes only when the engine takes a step (blocks are allocated
+// and freed by the scheduler), so a hung engine's stands still like its
+// counters. ORCA's copy of it is not compared: it comes from another
+// serializer than /metrics', and a value that differs only in its digits
+// is no step.
 type progress struct {
 	tokens   float64 // the counter in the last report that carried one
 	tokensAt int64   // that report's At, Unix ns; 0: none yet
-	// from is the At (Unix ns) of the report before the last advance:
-	// the counter grew between from and a later report. 0: never seen.
+	kv       float64 // the KV use in the last /metrics report that carried one
+	kvAt     int64   // that report's At, Unix ns; 0: none yet
+	// from is the At (Unix ns) of the report before the last move: the
+	// counter grew, or the KV use changed, between from and a later
+	// report. 0: never seen.
 	from int64
 }
 
 // next returns p after a report l.
 func (p progress) next(l *Load) progress {
-	if l.Tokens <= 0 {
-		return p
+	at := l.At.UnixNano()
+	if l.Tokens > 0 {
+		if p.tokensAt != 0 && l.Tokens > p.tokens {
+			p.from = max(p.from, p.tokensAt)
+		}
+		p.tokens, p.tokensAt = l.Tokens, at
 	}
-	if p.tokensAt != 0 && l.Tokens > p.tokens {
-		p.from = p.tokensAt
+	if l.KVUse >= 0 && l.Source != SourceORCA {
+		if p.kvAt != 0 && l.KVUse != p.kv {
+			p.from = max(p.from, p.kvAt)
+		}
+		p.kv, p.kvAt = l.KVUse, at
 	}
-	p.tokens, p.tokensAt = l.Tokens, l.At.UnixNano()
 	return p
 }
 
@@ -201,10 +221,11 @@ func (s *State) Report(l *Load) bool {
 
 // ProgressedSince reports whether the backend's reports show it working
 // after t: two reports both taken after t, the later with a greater token
-// counter (Load.Tokens) than the earlier. A hung engine whose HTTP server
-// still answers /metrics shows none; nor does a backend whose reports
-// carry no counter (probe.endpoint load, ORCA alone) or that is not
-// reported on at all: for those it is false.
+// counter (Load.Tokens) than the earlier, or two /metrics reports with a
+// different KV-cache use (Load.KVUse; see progress). A hung engine whose
+// HTTP server still answers /metrics shows neither; nor does a backend
+// whose reports carry neither (probe.endpoint load, ORCA alone) or that is
+// not reported on at all: for those it is false.
 func (s *State) ProgressedSince(t time.Time) bool {
 	r := s.latest.Load()
 	return r != nil && r.progress.from != 0 && r.progress.from >= t.UnixNano()

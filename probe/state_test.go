@@ -328,3 +328,40 @@ func TestStateProgressedSince(t *testing.T) {
 		t.Error("progress after a counter reset is not seen")
 	}
 }
+
+// A long prompt prefilling alone moves no token counter (vLLM counts it at
+// its first token), only the KV-cache use its chunks allocate: a change
+// of it between two /metrics reports taken after t is progress; a KV use
+// standing still is none, nor is an ORCA header's KV use that differs.
+func TestStateProgressedSinceKVUse(t *testing.T) {
+	ms := time.Millisecond
+	metrics := func(at time.Duration, tokens, kv float64) *Load {
+		l := load(SourceScrape, at, 1, 0, kv)
+		l.Tokens = tokens
+		return l
+	}
+	orca := func(at time.Duration, kv float64) *Load { return load(SourceORCA, at, -1, 0, kv) }
+	s := NewState("a:1")
+	s.Report(metrics(0, 100, 0.25))
+	s.Report(metrics(50*ms, 100, 0.25))
+	s.Report(orca(60*ms, 0.5))
+	s.Report(metrics(70*ms, 100, 0.25))
+	if s.ProgressedSince(t0) {
+		t.Fatal("standing counters and KV use (an ORCA header's aside) show progress")
+	}
+	s.Report(metrics(100*ms, 100, 0.3125)) // a chunk's blocks over (70ms, 100ms]
+	if !s.ProgressedSince(t0.Add(70 * ms)) {
+		t.Error("the KV use growing under standing counters is not progress")
+	}
+	if s.ProgressedSince(t0.Add(71 * ms)) {
+		t.Error("a KV change that straddles t counts")
+	}
+	// A pod that has counted no token yet (its first prompt still in
+	// prefill) shows it too.
+	fresh := NewState("b:1")
+	fresh.Report(metrics(0, 0, 0))
+	fresh.Report(metrics(50*ms, 0, 0.0625))
+	if !fresh.ProgressedSince(t0) {
+		t.Error("a fresh pod's first prefill is not progress")
+	}
+}
