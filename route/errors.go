@@ -152,6 +152,8 @@ func errorType(status int) string {
 		return "NotFoundError"
 	case fasthttp.StatusMethodNotAllowed:
 		return "MethodNotAllowedError"
+	case fasthttp.StatusRequestTimeout:
+		return "RequestTimeoutError"
 	case fasthttp.StatusRequestEntityTooLarge:
 		return "RequestEntityTooLargeError"
 	case fasthttp.StatusRequestHeaderFieldsTooLarge:

@@ -54,6 +54,21 @@ func TestEnvelopeIsVLLMShaped(t *testing.T) {
 	}
 }
 
+// Every status the proxy answers on its own carries a type of its own:
+// only a 502 says BadGatewayError. A 408 (a client that trickled its
+// request past server.read_timeout) said BadGatewayError, blaming a model
+// server that never saw the request.
+func TestEveryOwnStatusHasItsOwnErrorType(t *testing.T) {
+	seen := map[string]int{}
+	for _, status := range []int{400, 404, 405, 408, 413, 429, 431, 502, 503, 504, 505} {
+		typ := errorType(status)
+		if prev, ok := seen[typ]; ok {
+			t.Errorf("statuses %d and %d share the error type %q", prev, status, typ)
+		}
+		seen[typ] = status
+	}
+}
+
 func TestIsDialError(t *testing.T) {
 	dial := &net.OpError{Op: "dial", Net: "tcp", Err: fmt.Errorf("connection refused")}
 	read := &net.OpError{Op: "read", Net: "tcp", Err: fmt.Errorf("connection reset")}
