@@ -1,6 +1,7 @@
 package route
 
 import (
+	"errors"
 	"io"
 	"net"
 	"sync/atomic"
@@ -12,10 +13,12 @@ import (
 // clientListener wraps every accepted client connection in a clientConn,
 // so that a hijacked SSE stream can take the socket over from fasthttp
 // (see hijack.go). writeSlack and readSlack are the clientConns' (see
-// SetWriteDeadline, SetReadDeadline).
+// SetWriteDeadline, SetReadDeadline), wire their read budget per request
+// (see Read).
 type clientListener struct {
 	net.Listener
 	writeSlack, readSlack time.Duration
+	wire                  int64
 }
 
 func (l clientListener) Accept() (net.Conn, error) {
@@ -25,6 +28,7 @@ func (l clientListener) Accept() (net.Conn, error) {
 	}
 	cc := newClientConn(c, nil)
 	cc.writeSlack, cc.readSlack = l.writeSlack, l.readSlack
+	cc.setWireBudget(l.wire)
 	return cc, nil
 }
 
@@ -60,17 +64,48 @@ type clientConn struct {
 	readSlack time.Duration
 	// ip is the client's IP as X-Forwarded-For gets it (forwardedIP).
 	ip []byte
+	// wire is how many bytes one request may take on the wire (0: no
+	// bound), wireLeft what is left of it for the request being read;
+	// see Read and nextRequest.
+	wire, wireLeft int64
 
 	// Its slot in the proxy's connSet while tracked.
 	tracked    atomic.Bool
 	shard, idx uint32
 }
 
+// errWireTooLong: a request took more bytes on the wire than its
+// connection's budget (clientConn.Read); the server answers it 413.
+var errWireTooLong = errors.New("request takes more than 8x server.max_body_bytes on the wire") // 8: wireFactor
+
+// wireFactor bounds the bytes one request may take on the wire: its head
+// (up to server.max_header_bytes) and wireFactor times
+// server.max_body_bytes. A body with Content-Length is never near it, nor
+// a chunked one of any chunk size (one-byte chunks take 6 bytes per byte);
+// chunk extensions, which fasthttp reads and discards whatever their
+// length, are what it stops: without it a 2-byte body with an 8 MiB
+// extension was read whole and forwarded, and one request could make the
+// proxy read for all of server.read_timeout (Node's CVE-2024-22019 and
+// Go's CVE-2023-39326 bound the same).
+const wireFactor = 8
+
+// Read reads from the socket, within what is left of the request's wire
+// budget: once it is spent Read fails with errWireTooLong, which ends the
+// request being read (the server answers 413). Bytes handed over from
+// before (pre) were counted where they were read.
 func (c *clientConn) Read(b []byte) (int, error) {
 	if len(c.pre) > 0 {
 		n := copy(b, c.pre)
 		c.pre = c.pre[n:]
 		return n, nil
+	}
+	if c.wire > 0 {
+		if c.wireLeft <= 0 {
+			return 0, errWireTooLong
+		}
+		if int64(len(b)) > c.wireLeft {
+			b = b[:c.wireLeft]
+		}
 	}
 	if !c.readWant.IsZero() {
 		if a, ok := c.readBy.dueAt(c.readWant, c.readSlack); ok {
@@ -81,8 +116,19 @@ func (c *clientConn) Read(b []byte) (int, error) {
 			}
 		}
 	}
-	return c.raw.Read(b)
+	n, err := c.raw.Read(b)
+	c.wireLeft -= int64(n)
+	return n, err
 }
+
+// setWireBudget bounds each request the connection reads to wire bytes
+// (0: no bound), starting with the next.
+func (c *clientConn) setWireBudget(wire int64) { c.wire, c.wireLeft = wire, wire }
+
+// nextRequest renews the wire budget: the server handles a request, so
+// what the connection reads from now on belongs to the next one. Only the
+// goroutine serving the connection calls it.
+func (c *clientConn) nextRequest() { c.wireLeft = c.wire }
 
 func (c *clientConn) Write(b []byte) (int, error) { return c.raw.Write(b) }
 

@@ -70,6 +70,9 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 			p.inflight.Add(-1)
 		}
 	}()
+	if cc, ok := ctx.Conn().(*clientConn); ok {
+		cc.nextRequest() // this one was read whole
+	}
 	snap := p.snap.Load()
 	rt := snap.set
 	rc := p.rcPool.Get().(*reqCtx)

@@ -284,6 +284,7 @@ func (p *Proxy) afterStream(s *bodyStream, pre []byte, keep bool) {
 	}
 	c := newClientConn(raw, pre)
 	c.writeSlack, c.readSlack = p.clientWriteSlack(), p.clientReadSlack()
+	c.setWireBudget(p.clientWireBudget())
 	p.trackConn(c, fasthttp.StateNew)
 	_ = p.server.ServeConn(c) // closes c and reports StateClosed when done
 }

@@ -98,7 +98,8 @@ func (p *Proxy) closeClientConns() {
 // envelope: 413 for bodies over server.max_body_bytes, 431 for headers over
 // the read buffer, 408 for a client that trickles past server.read_timeout,
 // 505 for a version that is not HTTP/d.d, 400 otherwise. No backend is
-// involved, so no breaker counts it. The connection ends with a lingering
+// involved, so no breaker counts it. A request over its wire budget
+// (clientConn.Read: chunk extensions) is a 413 too. The connection ends with a lingering
 // close (see linger.go).
 func (p *Proxy) handleParseError(ctx *fasthttp.RequestCtx, err error) {
 	var small *fasthttp.ErrSmallBuffer
@@ -106,6 +107,10 @@ func (p *Proxy) handleParseError(ctx *fasthttp.RequestCtx, err error) {
 	switch {
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
 		status, msg = fasthttp.StatusRequestEntityTooLarge, "request body exceeds server.max_body_bytes"
+	case wireSpent(ctx):
+		// fasthttp's chunk errors do not wrap the read's: the budget
+		// itself says.
+		status, msg = fasthttp.StatusRequestEntityTooLarge, errWireTooLong.Error()
 	case errors.As(err, &small):
 		status, msg = fasthttp.StatusRequestHeaderFieldsTooLarge, "request headers too large"
 	case isTimeout(err):
@@ -127,7 +132,20 @@ func (p *Proxy) Serve(ln net.Listener) error {
 		_ = ln.Close() // Shutdown began: serve nothing
 		return nil
 	}
-	return p.server.Serve(clientListener{Listener: ln, writeSlack: p.clientWriteSlack(), readSlack: p.clientReadSlack()})
+	return p.server.Serve(clientListener{Listener: ln, writeSlack: p.clientWriteSlack(), readSlack: p.clientReadSlack(), wire: p.clientWireBudget()})
+}
+
+// wireSpent reports whether the request of ctx spent its connection's
+// wire budget (clientConn.Read).
+func wireSpent(ctx *fasthttp.RequestCtx) bool {
+	cc, ok := ctx.Conn().(*clientConn)
+	return ok && cc.wire > 0 && cc.wireLeft <= 0
+}
+
+// clientWireBudget is how many bytes one request may take on the wire
+// (clientConn.Read): its head and wireFactor times its largest body.
+func (p *Proxy) clientWireBudget() int64 {
+	return int64(p.server.ReadBufferSize) + wireFactor*int64(p.server.MaxRequestBodySize)
 }
 
 // clientWriteSlack is how much later than asked a client connection's
