@@ -45,29 +45,76 @@ func TestStreamsFramesAsTheyArrive(t *testing.T) {
 }
 
 func testStreamsFramesAsTheyArrive(t *testing.T, post postFunc) {
-	up := upstream(t, sseUpstream(5, 150*time.Millisecond))
-	tp := startProxy(t, testConfig(up.URL))
+	// Lock step: the upstream sends frame i+1 only once the client has
+	// read frame i, so every frame must reach the client while the
+	// upstream still holds the stream open. A proxy that held frames back
+	// (until the end, or until more arrived) never lets the client see
+	// frame i: the upstream gives up waiting after hold and sends the rest,
+	// and the test fails. No wall-clock bound judges how fast a frame
+	// came (an absolute 200 ms for the first frame failed on a starved
+	// machine at 275 and 615 ms); hold only ends a test that already
+	// failed, and it is far below idle_timeout, so the proxy never cuts
+	// the silence.
+	const (
+		frames = 5
+		// Below the clients' 10 s bound on the whole exchange.
+		hold = 4 * time.Second
+	)
+	seen := make(chan int, frames+1)
+	var heldBack atomic.Int64 // 1 + the frame the client never saw, or 0
+	up := upstream(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(200)
+		f := w.(http.Flusher)
+		for i := 0; i < frames; i++ {
+			fmt.Fprintf(w, "data: {\"i\":%d}\n\n", i)
+			f.Flush()
+			if heldBack.Load() != 0 {
+				continue
+			}
+			select {
+			case <-seen:
+			case <-time.After(hold):
+				heldBack.Store(int64(i) + 1)
+			case <-r.Context().Done():
+				return
+			}
+		}
+		fmt.Fprint(w, "data: [DONE]\n\n")
+		f.Flush()
+	})
+	cfg := testConfig(up.URL)
+	cfg.Upstream.FirstByteTimeout = config.Duration(3 * hold)
+	cfg.Upstream.IdleTimeout = config.Duration(3 * hold)
+	tp := startProxy(t, cfg)
 
-	start := time.Now()
 	resp := post(t, tp.url("/v1/completions"), `{"model":"m","prompt":"hi","stream":true}`)
 	defer resp.Body.Close()
 	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		t.Fatalf("status %d, content type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
-	var arrivals []time.Duration
+	var got []string
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
-		if strings.HasPrefix(sc.Text(), "data: ") {
-			arrivals = append(arrivals, time.Since(start))
+		if line := sc.Text(); strings.HasPrefix(line, "data: ") {
+			got = append(got, line)
+			seen <- len(got) - 1
 		}
 	}
-	if len(arrivals) != 6 {
-		t.Fatalf("got %d frames, want 6", len(arrivals))
+	if i := heldBack.Load(); i != 0 {
+		t.Fatalf("frames were buffered: frame %d did not reach the client in %v while the upstream held the stream open", i-1, hold)
 	}
-	// The first frame must not wait for the stream to end: it arrives
-	// about 600 ms before the last, as the upstream spaced them.
-	if first, last := arrivals[0], arrivals[5]; last-first < 450*time.Millisecond || first > 200*time.Millisecond {
-		t.Fatalf("frames were buffered: first at %v, last at %v", first, last)
+	if err := sc.Err(); err != nil {
+		t.Fatalf("reading the stream after %d frames: %v", len(got), err)
+	}
+	want := []string{}
+	for i := 0; i < frames; i++ {
+		want = append(want, fmt.Sprintf(`data: {"i":%d}`, i))
+	}
+	want = append(want, "data: [DONE]")
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("frames %q, want %q", got, want)
 	}
 }
 
