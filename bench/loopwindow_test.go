@@ -14,17 +14,38 @@ import (
 // 425-575 ms into it) slowly; the windows show it there and not at the
 // start, every request is in one window, and the slow ones are counted
 // in flight at the slow window's end.
+//
+// The run is 1 s of wall clock, and a generator that falls behind stops
+// there (vegeta's duration): a starved -race process (GOMAXPROCS=1 beside
+// busy loops) sent 65-118 of the 200, where this test asked for 150. The
+// windows need only the slow block and a request after it, so a run that
+// sent fewer than slowTo+1 proves nothing and runs again on a fresh
+// server, up to three times.
 func TestOpenLoopWindowsShowWhenLatencyRose(t *testing.T) {
-	const slow = 250 * time.Millisecond
-	var seen atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if i := seen.Add(1); i >= 85 && i <= 115 {
-			time.Sleep(slow)
+	const (
+		slow             = 250 * time.Millisecond
+		slowFrom, slowTo = 85, 115
+	)
+	var run VegetaRun
+	var wins []LoopWindow
+	for attempt := 1; ; attempt++ {
+		var seen atomic.Int64
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if i := seen.Add(1); i >= slowFrom && i <= slowTo {
+				time.Sleep(slow)
+			}
+			_, _ = w.Write([]byte(`{}`))
+		}))
+		run, wins = OpenLoopWindows(context.Background(), srv.URL+"/v1/completions", 200, time.Second, 200*time.Millisecond, false, 0, 0)
+		srv.Close()
+		if run.Requests > slowTo {
+			break
 		}
-		_, _ = w.Write([]byte(`{}`))
-	}))
-	defer srv.Close()
-	run, wins := OpenLoopWindows(context.Background(), srv.URL+"/v1/completions", 200, time.Second, 200*time.Millisecond, false, 0, 0)
+		if attempt == 3 {
+			t.Fatalf("the run sent %d requests in each of %d attempts, want more than %d (the slow block and one after it)", run.Requests, attempt, slowTo)
+		}
+		t.Logf("attempt %d: the run sent %d requests of 200 (a starved generator); again", attempt, run.Requests)
+	}
 	if len(wins) != 6 {
 		t.Fatalf("%d windows, want 6 (1 s in 200 ms, and one for the end)", len(wins))
 	}
@@ -32,8 +53,8 @@ func TestOpenLoopWindowsShowWhenLatencyRose(t *testing.T) {
 	for _, w := range wins {
 		sent += w.Sent
 	}
-	if uint64(sent) != run.Requests || run.Requests < 150 {
-		t.Fatalf("windows hold %d requests, the run %d (want ~200)", sent, run.Requests)
+	if uint64(sent) != run.Requests {
+		t.Fatalf("windows hold %d requests, the run %d", sent, run.Requests)
 	}
 	worst := 0
 	for i, w := range wins {
