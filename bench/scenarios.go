@@ -57,6 +57,13 @@ type Options struct {
 	// ArrivalsPoisson ("": gamma gaps of shape Burstiness) or
 	// ArrivalsOnOff (BurstOnOff; Burstiness must then be 0 or 1).
 	Arrivals string
+	// Capacity, when > 0, is the homogeneous fleet's capacity (requests/s)
+	// for Sizes, used instead of measuring it: the loads of steady, spike
+	// and replicas are then the same request rates in every invocation, so
+	// that seed k is the same requests for two binaries compared in
+	// separate invocations (the measurement varies by ~1 request/s on a
+	// shared machine). The other scenarios' capacities are still measured.
+	Capacity float64
 	// Fleet is the fleet of steady, spike and replicas: FleetHomo ("") or
 	// a fleetsim -general kind (FleetOneSlow, FleetTwoSpeed), whose loads
 	// are shares of that fleet's own capacity (fleetFaults).
@@ -451,6 +458,9 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 			o.Seeds = 1
 		}
 	}
+	if o.Capacity < 0 {
+		return nil, fmt.Errorf("-capacity must be 0 (measured) or requests/s, got %g", o.Capacity)
+	}
 	if o.TraceRows < 0 {
 		return nil, fmt.Errorf("-trace-rows must be 0 (from -trace-load) or a number of rows, got %d", o.TraceRows)
 	}
@@ -504,6 +514,11 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 		for _, v := range all {
 			kind := sizesOf(v.name, &o)
 			if _, done := capacity[kind]; done || kind == "" {
+				continue
+			}
+			if kind == o.Sizes && o.Capacity > 0 {
+				capacity[kind] = o.Capacity
+				logf("capacity (%s sizes): %.1f requests/s, from -capacity", kind, o.Capacity)
 				continue
 			}
 			servers, cwarm, cdur := o.Servers, warm, dur

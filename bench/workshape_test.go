@@ -206,3 +206,28 @@ func TestWorkloadFlagsReachTheScenarios(t *testing.T) {
 		t.Errorf("twospeed share %v, want 0.75", share)
 	}
 }
+
+// TestCapacityFlagFixesTheRates checks -capacity: the run uses the given
+// capacity for its sizes instead of measuring it, so the offered rate is
+// load x capacity in every invocation. With the flag ignored the bench
+// measures this 2-server fleet (tens of requests/s, not 4).
+func TestCapacityFlagFixesTheRates(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a small fleet")
+	}
+	o := Options{Scenario: "steady", Variants: []string{"steady_50"}, Strategies: []string{RoundRobin}, Servers: 2,
+		Sizes: SizesUniform, Capacity: 4, Seeds: 1, Duration: time.Second, Out: t.TempDir(), NoPlots: true}
+	res, err := Run(t.Context(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Fleet.CapacityRPS != 4 || res.Fleet.CapacityBySizes[SizesUniform] != 4 {
+		t.Errorf("capacity %v (%v), want 4 from -capacity", res.Fleet.CapacityRPS, res.Fleet.CapacityBySizes)
+	}
+	if got := res.Scenarios[0].Params["offered_rps"]; got != 2.0 {
+		t.Errorf("steady_50 offered %v req/s, want 2 (0.5 x 4)", got)
+	}
+	if _, err := Run(t.Context(), Options{Scenario: "steady", Capacity: -1, Out: t.TempDir()}); err == nil {
+		t.Error("-capacity -1 accepted")
+	}
+}

@@ -34,6 +34,7 @@ func main() {
 	burst := fs.Float64("burstiness", 1, "gamma shape of arrival gaps: 1 = Poisson, < 1 = burstier (as vllm bench serve)")
 	sizes := fs.String("sizes", bench.SizesLognormal, "request sizes of steady, spike and replicas: "+strings.Join(bench.SizeKinds, ", ")+" (lognormal: fitted to the Azure code trace; trace: pairs drawn from -trace; bimodal: 80% chat turns of 64-512 prompt / 32-256 output tokens, 20% documents of 3,000-7,000 / 8-64, fleetsim -general's, assumed, not fitted)")
 	arrivals := fs.String("arrivals", bench.ArrivalsPoisson, "arrival process of steady and replicas: "+strings.Join(bench.ArrivalKinds, ", ")+" (poisson: gamma gaps of -burstiness; onoff: 1.5 s of every 6 s at 3x the mean rate, the rest at 1/3x, fleetsim -general's bursts)")
+	capacity := fs.Float64("capacity", 0, "the homogeneous fleet's capacity in requests/s for -sizes, used instead of measuring it, so that every invocation offers the same rates and seed k is the same requests (e.g. to compare two binaries); 0: measured")
 	fleet := fs.String("fleet", bench.FleetHomo, "servers of steady, spike and replicas: "+strings.Join(bench.FleetKinds, ", ")+" (fleetsim -general's kinds: oneslow = the last server 2x slower, twospeed = the second half 2x slower; loads are shares of that fleet's own capacity)")
 	trace := fs.String("trace", "", "trace in the Azure schema (TIMESTAMP,ContextTokens,GeneratedTokens) for -scenario trace and -sizes trace (default: the committed slice bench/testdata/azure_code_2023_slice.csv)")
 	traceOffset := fs.Duration("trace-offset", bench.DefaultTraceOffset, "trace time at which the first seed's replay window starts (each further seed replays the next window)")
@@ -53,7 +54,7 @@ func main() {
 	defer stop()
 	o := bench.Options{Scenario: *scenario, Quick: *quick, Out: *out, Seed: *seed, Seeds: *seeds,
 		Duration: *dur, Servers: *servers, Burstiness: *burst, Progress: os.Stderr, Log: os.Stderr,
-		Sizes: *sizes, Arrivals: *arrivals, Fleet: *fleet, TraceFile: *trace, TraceOffset: *traceOffset, TraceSpeed: *traceSpeed, TraceLoad: *traceLoad, TraceRows: *traceRows,
+		Sizes: *sizes, Arrivals: *arrivals, Fleet: *fleet, Capacity: *capacity, TraceFile: *trace, TraceOffset: *traceOffset, TraceSpeed: *traceSpeed, TraceLoad: *traceLoad, TraceRows: *traceRows,
 		ProfileDir: *profile, Pin: *pin, Repeat: *repeat, PodHistory: *podHistory, Records: *records}
 	if *variants != "" {
 		o.Variants = strings.Split(*variants, ",")
