@@ -249,11 +249,16 @@ func (g *generation) completion(w http.ResponseWriter, r *http.Request, chat boo
 		}
 	}
 	g.publish()
-	g.mu.Unlock()
-	g.kick()
+	// The arrival hook runs before the engine can step again (it steps
+	// under g.mu): called after the unlock and the kick, a starved
+	// process's engine could finish a short request first, and the hook
+	// saw its own pod with no request (bench's records, "shows no request
+	// at its own arrival").
 	if f := g.s.onArrival.Load(); f != nil {
 		(*f)(r.Header.Get("X-Request-Id"))
 	}
+	g.mu.Unlock()
+	g.kick()
 
 	id := r.Header.Get("X-Request-Id")
 	if id == "" {
