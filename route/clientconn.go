@@ -19,6 +19,7 @@ type clientListener struct {
 	net.Listener
 	writeSlack, readSlack time.Duration
 	wire                  int64
+	p                     *Proxy // releases idle connections (clientconn_idle.go); nil: never
 }
 
 func (l clientListener) Accept() (net.Conn, error) {
@@ -27,7 +28,7 @@ func (l clientListener) Accept() (net.Conn, error) {
 		return nil, err
 	}
 	cc := newClientConn(c, nil)
-	cc.writeSlack, cc.readSlack = l.writeSlack, l.readSlack
+	cc.writeSlack, cc.readSlack, cc.p = l.writeSlack, l.readSlack, l.p
 	cc.setWireBudget(l.wire)
 	return cc, nil
 }
@@ -68,6 +69,11 @@ type clientConn struct {
 	// bound), wireLeft what is left of it for the request being read;
 	// see Read and nextRequest.
 	wire, wireLeft int64
+	// phase is where the connection is between requests, for the idle
+	// release (clientconn_idle.go); p releases it (nil: never). Only the
+	// goroutine serving the connection touches phase.
+	phase connPhase
+	p     *Proxy
 
 	// Its slot in the proxy's connSet while tracked.
 	tracked    atomic.Bool
@@ -107,16 +113,25 @@ func (c *clientConn) Read(b []byte) (int, error) {
 			b = b[:c.wireLeft]
 		}
 	}
-	if !c.readWant.IsZero() {
-		if a, ok := c.readBy.dueAt(c.readWant, c.readSlack); ok {
-			err := c.Conn.SetReadDeadline(a)
-			c.readBy.armed(err, a)
-			if err != nil {
-				return 0, err
+	var n int
+	var err error
+	if c.phase == phaseIdle && c.p != nil {
+		n, err = c.readIdle(b) // the wait for the next request
+	} else {
+		if !c.readWant.IsZero() {
+			if a, ok := c.readBy.dueAt(c.readWant, c.readSlack); ok {
+				err := c.Conn.SetReadDeadline(a)
+				c.readBy.armed(err, a)
+				if err != nil {
+					return 0, err
+				}
 			}
 		}
+		n, err = c.raw.Read(b)
 	}
-	n, err := c.raw.Read(b)
+	if n > 0 {
+		c.phase = phaseBusy
+	}
 	c.wireLeft -= int64(n)
 	return n, err
 }
@@ -130,7 +145,10 @@ func (c *clientConn) setWireBudget(wire int64) { c.wire, c.wireLeft = wire, wire
 // goroutine serving the connection calls it.
 func (c *clientConn) nextRequest() { c.wireLeft = c.wire }
 
-func (c *clientConn) Write(b []byte) (int, error) { return c.raw.Write(b) }
+func (c *clientConn) Write(b []byte) (int, error) {
+	c.phase = phaseWrote
+	return c.raw.Write(b)
+}
 
 // forwardedIP returns the client's IP as setForwardedFor appends it,
 // formatted at the connection's first request and kept for its next ones.
@@ -182,6 +200,7 @@ func (c *clientConn) SetWriteDeadline(t time.Time) error {
 // request. A zero t (no deadline) is always passed on at once.
 func (c *clientConn) SetReadDeadline(t time.Time) error {
 	c.readWant = t
+	c.phase = c.phase.asked(t)
 	if t.IsZero() {
 		c.readBy.forget()
 		return c.Conn.SetReadDeadline(t)

@@ -82,6 +82,8 @@ type Proxy struct {
 	gather   prometheus.Gatherer
 	server   *fasthttp.Server
 	rcPool   sync.Pool
+	// idleRelease is clientIdleRelease (tests shorten it).
+	idleRelease time.Duration
 
 	// The published snapshot, loaded lock-free on the request path and
 	// stored under mu.
@@ -136,6 +138,8 @@ func New(opts Options) (*Proxy, error) {
 		discover: opts.Discover,
 		backends: make(map[string]*Backend),
 		tls:      &upstreamtls.Source{},
+
+		idleRelease: clientIdleRelease,
 	}
 	if p.now == nil {
 		p.now = time.Now

@@ -132,7 +132,7 @@ func (p *Proxy) Serve(ln net.Listener) error {
 		_ = ln.Close() // Shutdown began: serve nothing
 		return nil
 	}
-	return p.server.Serve(clientListener{Listener: ln, writeSlack: p.clientWriteSlack(), readSlack: p.clientReadSlack(), wire: p.clientWireBudget()})
+	return p.server.Serve(clientListener{Listener: ln, writeSlack: p.clientWriteSlack(), readSlack: p.clientReadSlack(), wire: p.clientWireBudget(), p: p})
 }
 
 // wireSpent reports whether the request of ctx spent its connection's
