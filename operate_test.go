@@ -72,19 +72,7 @@ func TestOperatorDashboardAndRules(t *testing.T) {
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "config.yaml")
 	writeConfig(t, cfgPath, `"`+strings.Join(fleet.URLs(), `","`)+`"`, "probe")
-	sig := make(chan os.Signal, 1)
-	ready := make(chan [2]string, 1)
-	logs := &syncBuf{}
-	exit := make(chan int, 1)
-	go func() { exit <- run([]string{"-config", cfgPath}, io.Discard, logs, sig, ready) }()
-	var addrs [2]string
-	select {
-	case addrs = <-ready:
-	case code := <-exit:
-		t.Fatalf("proxy exited %d: %s", code, logs.String())
-	case <-time.After(10 * time.Second):
-		t.Fatal("proxy did not start")
-	}
+	addrs, sig, _, exit := startRun(t, cfgPath) // main_signal_test.go
 	defer func() {
 		sig <- syscall.SIGTERM
 		<-exit
