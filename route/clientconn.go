@@ -12,14 +12,12 @@ import (
 
 // clientListener wraps every accepted client connection in a clientConn,
 // so that a hijacked SSE stream can take the socket over from fasthttp
-// (see hijack.go). writeSlack and readSlack are the clientConns' (see
-// SetWriteDeadline, SetReadDeadline), wire their read budget per request
-// (see Read).
+// (see hijack.go), with p's deadline slacks and wire budget
+// (Proxy.wrapClient), and lets p release it while idle
+// (clientconn_idle.go).
 type clientListener struct {
 	net.Listener
-	writeSlack, readSlack time.Duration
-	wire                  int64
-	p                     *Proxy // releases idle connections (clientconn_idle.go); nil: never
+	p *Proxy
 }
 
 func (l clientListener) Accept() (net.Conn, error) {
@@ -27,9 +25,8 @@ func (l clientListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	cc := newClientConn(c, nil)
-	cc.writeSlack, cc.readSlack, cc.p = l.writeSlack, l.readSlack, l.p
-	cc.setWireBudget(l.wire)
+	cc := l.p.wrapClient(c, nil)
+	cc.p = l.p
 	return cc, nil
 }
 

@@ -110,9 +110,8 @@ func (p *Proxy) releaseIdle(raw net.Conn, deadline time.Time) {
 		_ = raw.Close()
 		return
 	}
-	c := newClientConn(raw, nil)
-	c.writeSlack, c.readSlack, c.p = p.clientWriteSlack(), p.clientReadSlack(), p
-	c.setWireBudget(p.clientWireBudget())
+	c := p.wrapClient(raw, nil)
+	c.p = p
 	p.trackConn(c, fasthttp.StateNew)
 	_ = p.server.ServeConn(c) // closes c and reports StateClosed when done
 }

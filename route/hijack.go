@@ -282,9 +282,7 @@ func (p *Proxy) afterStream(s *bodyStream, pre []byte, keep bool) {
 		_ = raw.Close()
 		return
 	}
-	c := newClientConn(raw, pre)
-	c.writeSlack, c.readSlack = p.clientWriteSlack(), p.clientReadSlack()
-	c.setWireBudget(p.clientWireBudget())
+	c := p.wrapClient(raw, pre)
 	p.trackConn(c, fasthttp.StateNew)
 	_ = p.server.ServeConn(c) // closes c and reports StateClosed when done
 }

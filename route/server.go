@@ -132,7 +132,18 @@ func (p *Proxy) Serve(ln net.Listener) error {
 		_ = ln.Close() // Shutdown began: serve nothing
 		return nil
 	}
-	return p.server.Serve(clientListener{Listener: ln, writeSlack: p.clientWriteSlack(), readSlack: p.clientReadSlack(), wire: p.clientWireBudget(), p: p})
+	return p.server.Serve(clientListener{Listener: ln, p: p})
+}
+
+// wrapClient wraps raw, a client socket (pre: bytes already read from
+// it), in a clientConn with the server's deadline slacks
+// (clientWriteSlack, clientReadSlack) and wire budget (clientWireBudget).
+// Whether it may be released while idle (clientConn.p) is the caller's.
+func (p *Proxy) wrapClient(raw net.Conn, pre []byte) *clientConn {
+	c := newClientConn(raw, pre)
+	c.writeSlack, c.readSlack = p.clientWriteSlack(), p.clientReadSlack()
+	c.setWireBudget(p.clientWireBudget())
+	return c
 }
 
 // wireSpent reports whether the request of ctx spent its connection's
