@@ -168,6 +168,22 @@ func TestIdleClientConnectionsGiveBackTheirBuffers(t *testing.T) {
 	}
 }
 
+// servedOnce dials the proxy at addr and has one request answered on the
+// connection, which then waits for its next request; it is closed at the
+// test's end.
+func servedOnce(t *testing.T, addr string) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	br := bufio.NewReader(c)
+	io.WriteString(c, idleReq)
+	readOK(t, c, br, "first request")
+	return c, br
+}
+
 // idleHeapChild marks the process TestIdleClientConnectionsGiveBackTheirBuffers
 // starts to measure the heap in.
 const idleHeapChild = "PROBEGATE_TEST_IDLE_HEAP_CHILD"
@@ -177,14 +193,7 @@ const idleHeapChild = "PROBEGATE_TEST_IDLE_HEAP_CHILD"
 // answered on the same socket.
 func TestReleasedIdleConnectionServesItsNextRequests(t *testing.T) {
 	tp := startReleasing(t, idleUpstream(t), testRelease)
-	c, err := net.Dial("tcp", tp.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	br := bufio.NewReader(c)
-	io.WriteString(c, idleReq)
-	readOK(t, c, br, "first request")
+	c, br := servedOnce(t, tp.addr)
 	for range 2 {
 		waitReleased(t, tp.Proxy, 1)
 		io.WriteString(c, idleReq+idleReq) // pipelined
@@ -199,14 +208,7 @@ func TestReleasedIdleConnectionServesItsNextRequests(t *testing.T) {
 // the connection is not handed away in the middle of a request.
 func TestSilenceInsideARequestIsNotAnIdleWait(t *testing.T) {
 	tp := startReleasing(t, idleUpstream(t), testRelease)
-	c, err := net.Dial("tcp", tp.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	br := bufio.NewReader(c)
-	io.WriteString(c, idleReq)
-	readOK(t, c, br, "first request")
+	c, br := servedOnce(t, tp.addr)
 	// The next request's head now, its body after the silence.
 	head, body := idleReq[:len(idleReq)-2], idleReq[len(idleReq)-2:]
 	io.WriteString(c, head)
@@ -230,14 +232,7 @@ func TestShutdownClosesReleasedIdleConnections(t *testing.T) {
 		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*HostClient).connsCleaner"),
 		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*workerPool).Start.func2"))
 	tp := startReleasing(t, upURL, testRelease)
-	c, err := net.Dial("tcp", tp.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	br := bufio.NewReader(c)
-	io.WriteString(c, idleReq)
-	readOK(t, c, br, "request")
+	c, br := servedOnce(t, tp.addr)
 	waitReleased(t, tp.Proxy, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
