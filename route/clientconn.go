@@ -25,9 +25,7 @@ func (l clientListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	cc := l.p.wrapClient(c, nil)
-	cc.p = l.p
-	return cc, nil
+	return l.p.wrapClient(c, nil), nil
 }
 
 // newClientConn wraps socket c; pre is what was read from it already.

@@ -111,7 +111,6 @@ func (p *Proxy) releaseIdle(raw net.Conn, deadline time.Time) {
 		return
 	}
 	c := p.wrapClient(raw, nil)
-	c.p = p
 	p.trackConn(c, fasthttp.StateNew)
 	_ = p.server.ServeConn(c) // closes c and reports StateClosed when done
 }

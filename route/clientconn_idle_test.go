@@ -3,12 +3,14 @@ package route
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -247,5 +249,52 @@ func TestShutdownClosesReleasedIdleConnections(t *testing.T) {
 	}
 	if d := time.Since(start); d > 2*time.Second {
 		t.Fatalf("Shutdown and the close took %v", d)
+	}
+}
+
+// A connection given back to the server after a hijacked SSE stream
+// (afterStream) is released while idle as any other: after the stream
+// and a request served behind it, it leaves fasthttp once idle for the
+// release time, and still serves its next request (a stream and then a
+// plain one) on the same socket. Before, afterStream's clientConn was
+// never given the proxy (clientConn.p nil), so fasthttp held its buffers
+// for the whole idle timeout. Shutdown then leaves no goroutine behind.
+func TestConnectionAfterAStreamIsReleasedWhenIdle(t *testing.T) {
+	up := upstream(t, sseOrJSON(2, 5*time.Millisecond))
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(),
+		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*HostClient).connsCleaner"),
+		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*TCPDialer).tcpAddrsClean"),
+		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.updateServerDate.func1"),
+		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*workerPool).Start.func2"))
+	tp := startReleasing(t, up.URL, testRelease)
+	c, err := net.Dial("tcp", tp.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	br := bufio.NewReader(c)
+	stream, plain := `{"stream":true}`, `{}`
+	send := func(body string) {
+		fmt.Fprintf(c, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	}
+	for round := range 2 {
+		send(stream)
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if resp, got := readResponse(t, br); resp.StatusCode != 200 || resp.Close || !strings.HasSuffix(got, "data: [DONE]\n\n") {
+			t.Fatalf("round %d: stream: status %d, close %v, body %q", round, resp.StatusCode, resp.Close, got)
+		}
+		send(plain)
+		readOK(t, c, br, "request after the stream")
+		waitReleased(t, tp.Proxy, 1)
+		if n := tp.server.GetOpenConnectionsCount(); n != 0 {
+			t.Fatalf("round %d: fasthttp still serves %d connections after the release, want 0", round, n)
+		}
+	}
+	send(plain)
+	readOK(t, c, br, "request after the release")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := tp.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
 	}
 }

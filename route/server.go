@@ -137,10 +137,12 @@ func (p *Proxy) Serve(ln net.Listener) error {
 
 // wrapClient wraps raw, a client socket (pre: bytes already read from
 // it), in a clientConn with the server's deadline slacks
-// (clientWriteSlack, clientReadSlack) and wire budget (clientWireBudget).
-// Whether it may be released while idle (clientConn.p) is the caller's.
+// (clientWriteSlack, clientReadSlack) and wire budget (clientWireBudget),
+// released by p while idle (clientConn.p, clientconn_idle.go): accepted,
+// given back after an SSE stream (afterStream) or after a release.
 func (p *Proxy) wrapClient(raw net.Conn, pre []byte) *clientConn {
 	c := newClientConn(raw, pre)
+	c.p = p
 	c.writeSlack, c.readSlack = p.clientWriteSlack(), p.clientReadSlack()
 	c.setWireBudget(p.clientWireBudget())
 	return c
