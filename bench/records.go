@@ -79,7 +79,10 @@ type arrivals struct {
 // hook returns server pod's SetOnArrival callback.
 func (a *arrivals) hook(servers []*vllmsim.Server, pod int) func(string) {
 	return func(id string) {
-		i, err := strconv.Atoi(strings.TrimPrefix(id, recordIDPrefix))
+		// The proxy suffixes a client's id (route's appendUpstreamID):
+		// rec-<i>-<16 hex digits>, then -r<n> on a retry.
+		n, _, _ := strings.Cut(strings.TrimPrefix(id, recordIDPrefix), "-")
+		i, err := strconv.Atoi(n)
 		if err != nil || !strings.HasPrefix(id, recordIDPrefix) || i < 0 || i >= len(a.reqs) {
 			return
 		}

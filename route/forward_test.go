@@ -198,8 +198,11 @@ func TestForwardsClientRequestID(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if seen.Load() != "abc-123" {
-		t.Fatalf("backend saw request id %q, want the client's", seen.Load())
+	if id, _ := seen.Load().(string); !isUpstreamIDOf(id, "abc-123") {
+		t.Fatalf("backend saw request id %q, want the client's, suffixed", id)
+	}
+	if got := resp.Header.Get("X-Request-Id"); got != "abc-123" {
+		t.Fatalf("the client got request id %q back, want its own", got)
 	}
 }
 

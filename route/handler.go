@@ -19,8 +19,13 @@ type reqCtx struct {
 	info  RequestInfo
 	pick  Scratch
 	tried [config.MaxRetries + 1 + maxBreakerSkips]*Backend
-	id    []byte
-	xff   []byte
+	// id is the request's id as the client sees it (the response's
+	// X-Request-Id, the access log's request_id): the client's own, or one
+	// generated. up is the X-Request-Id sent to the backend, vLLM's
+	// request id: id with a suffix that no other request carries
+	// (appendUpstreamID), then -r<n> on the n-th retry.
+	id, up []byte
+	xff    []byte
 	// path is the normalized request path, target the request target
 	// forwarded (route.allow_paths).
 	path, target []byte
@@ -54,8 +59,12 @@ type accounting struct {
 	err       error
 	dec       Decision
 	work      workTicket
-	id        string
-	attempt   int // attempts made, this one included (0: none reached a backend)
+	// id is the upstream id of the attempt (reqCtx.up), whose first idLen
+	// bytes are the client's (reqCtx.id): one string for both, as up
+	// starts with id.
+	id      string
+	idLen   int
+	attempt int // attempts made, this one included (0: none reached a backend)
 	// idReplaced: the client's X-Request-Id was unusable (too long, not
 	// visible ASCII, repeated) and a generated one replaced it.
 	idReplaced bool
@@ -132,7 +141,7 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 
 	req := &ctx.Request
 	idReplaced := p.cleanRequest(ctx, rc, fields)
-	idLen := len(rc.id)
+	upLen := len(rc.up)
 	if rt.orca && !rc.info.Stream {
 		req.Header.Set(hdrORCAFormat, "TEXT")
 	}
@@ -182,8 +191,8 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 		if ntried > 1 {
 			p.metrics.retried(reason)
 			// Never reuse a request id across two attempts.
-			rc.id = append(rc.id[:idLen], "-r"...)
-			rc.id = strconv.AppendInt(rc.id, int64(ntried-1), 10)
+			rc.up = append(rc.up[:upLen], "-r"...)
+			rc.up = strconv.AppendInt(rc.up, int64(ntried-1), 10)
 		}
 		p.metrics.decided(dec)
 		ticket, err := b.brk.Allow()
@@ -195,7 +204,7 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 		attempts++
 		rc.ntried = ntried
 		rc.resend5xx = rt.retryOnReset && attempts <= rt.retries && !resent
-		req.Header.SetBytesV(hdrRequestID, rc.id)
+		req.Header.SetBytesV(hdrRequestID, rc.up)
 		f, err := p.forward(ctx, rt, rc, b, ticket, start, picked, dec, attempts, idReplaced)
 		if err == nil {
 			settled = true // bodyStream.Close settles
@@ -258,7 +267,7 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 	p.metrics.requests(last, status)
 	p.metrics.duration.Observe(p.now().Sub(start).Seconds())
 	if rt.accessLog {
-		p.accessLog(ctx, last, &accounting{start: start, code: status, err: lastErr, id: string(rc.id), idReplaced: idReplaced, attempt: attempts})
+		p.accessLog(ctx, last, &accounting{start: start, code: status, err: lastErr, id: string(rc.up), idLen: len(rc.id), idReplaced: idReplaced, attempt: attempts})
 	}
 	// Counted: a draining backend this request tried may now be forgotten.
 	for _, b := range rc.tried[:ntried] {
@@ -293,8 +302,10 @@ func (p *Proxy) cleanRequest(ctx *fasthttp.RequestCtx, rc *reqCtx, fields fieldS
 	rc.id = rc.id[:0]
 	if len(baseID) == 0 {
 		rc.id = appendRequestID(rc.id, p.rand())
+		rc.up = append(rc.up[:0], rc.id...)
 	} else {
 		rc.id = append(rc.id, baseID...)
+		rc.up = appendUpstreamID(rc.up[:0], rc.id, p.upSeq.Add(1))
 	}
 	if fields&fRequestID != 0 {
 		h.Del(hdrRequestID)
@@ -378,7 +389,11 @@ func (p *Proxy) accessLog(ctx *fasthttp.RequestCtx, b *Backend, a *accounting) {
 	if a.err != nil && a.code >= 500 {
 		ev = p.log.Warn()
 	}
-	ev = ev.Str("request_id", a.id).Int("status", a.code).Int64("bytes", a.bytes).
+	id := a.id
+	if a.idLen < len(id) {
+		id = id[:a.idLen]
+	}
+	ev = ev.Str("request_id", id).Int("status", a.code).Int64("bytes", a.bytes).
 		Float64("first_byte_ms", float64(a.firstByte.Microseconds())/1e3).Float64("total_ms", float64(p.now().Sub(a.start).Microseconds())/1e3)
 	if b != nil {
 		ev = ev.Str("backend", b.addr).Str("source", a.dec.Source.String())
@@ -388,6 +403,9 @@ func (p *Proxy) accessLog(ctx *fasthttp.RequestCtx, b *Backend, a *accounting) {
 	}
 	if a.idReplaced {
 		ev = ev.Bool("request_id_replaced", true)
+	}
+	if len(id) < len(a.id) {
+		ev = ev.Str("upstream_request_id", a.id)
 	}
 	if a.err != nil {
 		ev = ev.AnErr("error", a.err)

@@ -64,8 +64,8 @@ func TestHeaderNamesAreCaseInsensitive(t *testing.T) {
 			t.Errorf("the client's Connection reached the backend: %q", v)
 		}
 	}
-	if vs := headerValues(h, "x-request-id"); len(vs) != 1 || vs[0] != "victim-id" {
-		t.Errorf("X-Request-Id upstream = %q, want exactly the client's one", vs)
+	if vs := headerValues(h, "x-request-id"); len(vs) != 1 || !isUpstreamIDOf(vs[0], "victim-id") {
+		t.Errorf("X-Request-Id upstream = %q, want exactly the client's one, suffixed", vs)
 	}
 	if vs := headerValues(h, "x-forwarded-for"); len(vs) != 1 || vs[0] != "6.6.6.6, 127.0.0.1" {
 		t.Errorf("X-Forwarded-For upstream = %q, want one field with the client's IP appended", vs)
@@ -84,7 +84,7 @@ func TestHeaderNamesAreCaseInsensitive(t *testing.T) {
 		}
 	}
 	if vs := headerValues(resp, "x-request-id"); len(vs) != 1 || vs[0] != "victim-id" {
-		t.Errorf("X-Request-Id to the client = %q, want exactly the one the backend got", vs)
+		t.Errorf("X-Request-Id to the client = %q, want exactly the client's own", vs)
 	}
 	if vs := headerValues(resp, "x-kept"); len(vs) != 1 {
 		t.Errorf("an end-to-end response header was dropped: %q", vs)
@@ -96,9 +96,18 @@ func TestHeaderNamesAreCaseInsensitive(t *testing.T) {
 
 var generatedID = regexp.MustCompile(`^[0-9a-f]{16}$`)
 
+// isUpstreamIDOf reports whether up is what the backend gets for a client's
+// id: id, '-' and 16 hex digits (appendUpstreamID).
+func isUpstreamIDOf(up, id string) bool {
+	rest, ok := strings.CutPrefix(up, id+"-")
+	return ok && generatedID.MatchString(rest)
+}
+
 // A client's X-Request-Id is used only when it is one field of at most 128
 // visible ASCII characters; otherwise a generated id replaces it, upstream
-// and in the answer, and no two ids reach the backend.
+// and in the answer, and no two ids reach the backend. A client's usable id
+// comes back to it as sent and reaches the backend suffixed
+// (appendUpstreamID); a generated one is the same on both sides.
 func TestRequestIDIsBounded(t *testing.T) {
 	be := startRawBackend(t, okResponder(""))
 	tp := startProxy(t, testConfig(be.url()))
@@ -127,14 +136,14 @@ func TestRequestIDIsBounded(t *testing.T) {
 			}
 			up := headerValues(heads[0], "x-request-id")
 			down := headerValues([]byte(r.head+"\r\n"), "x-request-id")
-			if len(up) != 1 || len(down) != 1 || up[0] != down[0] {
-				t.Fatalf("ids upstream %q, to the client %q: want one and the same", up, down)
+			if len(up) != 1 || len(down) != 1 {
+				t.Fatalf("ids upstream %q, to the client %q: want one each", up, down)
 			}
-			if tc.keep != "" && up[0] != tc.keep {
-				t.Errorf("id %q, want the client's %q", up[0], tc.keep)
+			if tc.keep != "" && (down[0] != tc.keep || !isUpstreamIDOf(up[0], tc.keep)) {
+				t.Errorf("id to the client %q, upstream %q: want the client's %q, suffixed upstream", down[0], up[0], tc.keep)
 			}
-			if tc.keep == "" && !generatedID.MatchString(up[0]) {
-				t.Errorf("id %.40q, want a generated one", up[0])
+			if tc.keep == "" && (!generatedID.MatchString(up[0]) || up[0] != down[0]) {
+				t.Errorf("ids upstream %.40q, to the client %.40q: want one generated id on both sides", up[0], down[0])
 			}
 		})
 	}

@@ -96,6 +96,30 @@ func appendRequestID(dst []byte, r uint64) []byte {
 	return dst
 }
 
+// appendUpstreamID appends the X-Request-Id the backend gets for a request
+// whose client chose its own id: that id, '-', and 16 hex digits of seq,
+// a number no other request of this proxy carries (Proxy.upSeq).
+//
+// vLLM makes X-Request-Id its engine's request id and, before its PR
+// #27987 (November 2025), keys each request's state by it. Two requests in
+// flight with one id, whichever clients sent them, then collide: the
+// second is refused ("Request id ... already running", vllm#10583), the
+// abort of the first (its client went away) can abort the second
+// (vllm#23697), and duplicate ids have crashed the V1 engine
+// (vllm#15041). A client choosing the id would let it reach another
+// client's request on the pod. Forwarded as is, then, a client's id is
+// unsafe; suffixed, ids from two requests never compare equal: a suffixed
+// id ends in '-' and 16 hex digits (then -r<n> on a retry), so two are
+// equal only when their clients' ids and their numbers are, and a
+// generated id (16 hex digits alone, or with -r<n>) has no '-' where a
+// suffixed one does. vLLM's logs still carry the client's id, as the
+// suffixed id's prefix; the client gets its own id back, unsuffixed.
+func appendUpstreamID(dst, id []byte, seq uint64) []byte {
+	dst = append(dst, id...)
+	dst = append(dst, '-')
+	return appendRequestID(dst, seq)
+}
+
 // Request header fields the proxy refuses, in its messages to the client.
 const (
 	msgFramingBoth     = "request has both Content-Length and Transfer-Encoding"

@@ -94,6 +94,12 @@ type Proxy struct {
 	inflight atomic.Int64 // requests whose response is not yet settled
 	holds    headHolds    // responses whose head is held (first_bytes.go)
 
+	// upSeq numbers the requests whose client chose its X-Request-Id, for
+	// the suffix that makes the id sent upstream unique (headers.go,
+	// appendUpstreamID). It starts at a random value, so that two
+	// replicas in front of one fleet do not count alike.
+	upSeq atomic.Uint64
+
 	// watch scrapes backends with a long wait for a first byte
 	// (progress_watch.go); started by New, stopped by Close.
 	watch progressWatch
@@ -147,6 +153,7 @@ func New(opts Options) (*Proxy, error) {
 	if p.rand == nil {
 		p.rand = defaultRand
 	}
+	p.upSeq.Store(p.rand())
 	if p.lookup == nil {
 		p.lookup = net.DefaultResolver.LookupHost
 	}

@@ -197,7 +197,7 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 	s.acct = accounting{start: start, firstByte: firstByte, status: status, code: status, dec: dec, attempt: attempt, idReplaced: idReplaced}
 	s.acct.work = work
 	if rt.accessLog {
-		s.acct.id = string(rc.id)
+		s.acct.id, s.acct.idLen = string(rc.up), len(rc.id)
 	}
 	p.metrics.firstByte.Observe(s.acct.firstByte.Seconds())
 	s.holdFirst(first)
@@ -273,7 +273,7 @@ func (p *Proxy) forwardBuffered(ctx *fasthttp.RequestCtx, rt *settings, rc *reqC
 	fasthttp.ReleaseResponse(resp)
 	a.outcome = outcomeForStatus(a.status)
 	if rt.accessLog {
-		a.id = string(rc.id)
+		a.id, a.idLen = string(rc.up), len(rc.id)
 	}
 	p.settle(b, ticket, &a)
 	return failure{}, nil
