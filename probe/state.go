@@ -32,7 +32,16 @@ type State struct {
 	prefillWaiting atomic.Int64 // requests counted in prefillPending
 	decodePending  atomic.Int64
 	nsPerToken     atomic.Uint64
-	speed          speedSamples
+	// Batch seat time of this proxy's decodes (seat.go): requests past
+	// their first byte and not ended, their expected output tokens, the
+	// sum of their first-byte times (µs since seatEpoch), and the learned
+	// decode speed (float64 bits, ns per output token; 0: none yet). Beside
+	// the token work: a pick reads both.
+	decoding    atomic.Int64
+	decodingTok atomic.Int64
+	decodingUs  atomic.Int64
+	decodeNs    atomic.Uint64
+	speed       speedSamples
 
 	// Published with compare-and-swap by Report; never modified after.
 	latest atomic.Pointer[report]
@@ -304,6 +313,9 @@ type View struct {
 	// that other clients sent (State.ForeignShare), kept when the report
 	// goes stale; 0 before any report with a queue.
 	ForeignShare float64
+	// Seats is the batch seat time this proxy's decodes hold there (see
+	// Seats), kept when the report goes stale.
+	Seats Seats
 }
 
 // View returns the backend's load as of now. If the latest report is younger
@@ -334,6 +346,7 @@ func (s *State) ViewInto(v *View, now time.Time, staleAfter time.Duration) {
 	v.SpeedSamples = s.SpeedSamples()
 	v.PrefillRequests = int(max(s.prefillWaiting.Load(), 0))
 	v.PodNsPerToken, v.PodSeeded, v.ForeignShare = 0, false, 0
+	v.Seats = s.seats()
 	if r == nil {
 		return
 	}
@@ -400,6 +413,7 @@ type Brief struct {
 	SpeedSamples                int
 	PodSeeded                   bool
 	ForeignShare                float64
+	Seats                       Seats
 }
 
 // BriefInto sets *b to the Brief of the View at now with staleAfter, given
@@ -416,6 +430,7 @@ func (s *State) BriefInto(b *Brief, cutoff time.Time) {
 	b.SpeedSamples = s.SpeedSamples()
 	b.PrefillRequests = int(max(s.prefillWaiting.Load(), 0))
 	b.PodNsPerToken, b.PodSeeded, b.ForeignShare = 0, false, 0
+	b.Seats = s.seats()
 	if r != nil {
 		b.PodNsPerToken, b.PodSeeded, b.ForeignShare = r.pod.ns, r.pod.seeded, r.foreign
 	}
@@ -437,5 +452,5 @@ func (v *View) Brief() Brief {
 	return Brief{Queue: v.Queue, KVUse: v.KVUse, Waiting: v.Waiting, Source: v.Source,
 		PrefillTokens: v.PrefillTokens, DecodeTokens: v.DecodeTokens,
 		PrefillRequests: v.PrefillRequests, NsPerToken: v.NsPerToken, PodNsPerToken: v.PodNsPerToken,
-		SpeedSamples: v.SpeedSamples, PodSeeded: v.PodSeeded, ForeignShare: v.ForeignShare}
+		SpeedSamples: v.SpeedSamples, PodSeeded: v.PodSeeded, ForeignShare: v.ForeignShare, Seats: v.Seats}
 }

@@ -68,6 +68,9 @@ type LoadModel struct {
 	// SpeedBand is route.load.speed_band: in requests mode, the learned
 	// speed ratio beyond which a backend's queue is scaled (0: never).
 	SpeedBand float64
+	// SeatWeight is route.load.seat_weight: the weight of the batch seat
+	// time this proxy's decodes hold at a backend (see seatCost).
+	SeatWeight float64
 }
 
 // LoadInput is what LoadModel.Queue needs beyond the view.
@@ -81,6 +84,11 @@ type LoadInput struct {
 	// RefNs is the reference nanoseconds per token (the mean learned speed
 	// of the candidates, > 0); a candidate with no learned speed uses it.
 	RefNs float64
+	// NowUs is the decision's instant as probe.Seats.Remaining takes it.
+	NowUs int64
+	// RefDecodeNs is the mean learned decode speed (ns per output token)
+	// of the candidates that have one; 0 when none has.
+	RefDecodeNs float64
 }
 
 // Queue returns the candidate's queue for the scorers (see LoadModel).
@@ -119,7 +127,11 @@ func (m *LoadModel) BriefQueue(v *probe.Brief, in *LoadInput) float64 {
 		ns = in.RefNs
 	}
 	work := ahead + max(in.Own, 0) + m.DecodeWeight*decode
-	return m.RunningWeight*running + m.WaitingWeight*waiting + work*ns/(in.RefNs*in.MeanPrompt)
+	t := work * ns // expected time to first token, ns
+	if m.SeatWeight > 0 && in.RefDecodeNs > 0 {
+		t += m.SeatWeight * seatCost(v, in)
+	}
+	return m.RunningWeight*running + m.WaitingWeight*waiting + t/(in.RefNs*in.MeanPrompt)
 }
 
 // requestQueue is requests mode's queue: the corrected request count q,
@@ -298,4 +310,22 @@ func (o *outputEstimator) observe(model uint64, n int) {
 		s.mean.bits.Store(0)
 	}
 	s.mean.observe(float64(n), 0.05)
+}
+
+// seatCost is the batch seat time, in nanoseconds, the decodes this proxy
+// sent to the backend b describes will still hold: those past their first
+// byte for what is left of their expected output (probe.Seats.Remaining),
+// and those not yet past it for all of theirs, at the backend's learned
+// decode time per output token (in.RefDecodeNs when it has none yet; 0,
+// no cost, when no candidate has one).
+func seatCost(b *probe.Brief, in *LoadInput) float64 {
+	st := &b.Seats
+	ns := st.NsPerToken
+	if ns <= 0 {
+		ns = in.RefDecodeNs
+	}
+	if ns <= 0 {
+		return 0
+	}
+	return st.Remaining(in.NowUs, ns) + max(b.DecodeTokens-st.Tokens, 0)*ns
 }

@@ -38,6 +38,11 @@ type workTicket struct {
 	model   uint64    // model hash, for the output estimate
 	observe bool      // count output frames for the per-model estimate
 	frames  int       // SSE data frames seen (observe only)
+	stream  bool      // the response streams: its bytes time the decode
+	// decoding: the first byte came (first) and State.StartDecode counted
+	// the request's seat; last is when its latest bytes came.
+	decoding    bool
+	first, last time.Time
 }
 
 // beginWork counts the request's token work against b as it is dispatched:
@@ -64,6 +69,7 @@ func (m *Memory) beginWork(info *RequestInfo, b *Backend, blockChars int, defaul
 	}
 	w.decode = int64(m.book.outputs.expected(info.ModelHash, info.MaxTokens, info.IgnoreEOS, defaultOutput))
 	w.observe = !info.IgnoreEOS && info.Stream
+	w.stream = info.Stream
 	if info.Stream {
 		// Only a stream's first byte marks the end of prefill: a whole
 		// response arrives after the decode too, no speed sample.
@@ -88,7 +94,10 @@ func (w *workTicket) sawBytes(b *Backend, chunk []byte, now time.Time) {
 	if w.started {
 		b.state.PrefillDone(w.prefill, now.Sub(w.sent), w.waited)
 		w.started, w.prefill, w.waited = false, 0, 0
+		b.state.StartDecode(w.decode, now)
+		w.decoding, w.first = true, now
 	}
+	w.last = now
 	if w.observe {
 		w.frames += bytes.Count(chunk, dataPrefix)
 	}
@@ -107,6 +116,18 @@ func (m *Memory) endWork(b *Backend, w *workTicket, complete bool) {
 		return // no work was counted
 	}
 	b.state.DoneWork(w.prefill, w.decode, !w.started)
+	if w.decoding {
+		// A completed stream times the decode: its expected tokens when
+		// they are fixed (ignore_eos), else the data frames counted.
+		produced := 0
+		if complete && w.stream {
+			produced = int(w.decode)
+			if w.observe {
+				produced = w.frames - 1
+			}
+		}
+		b.state.EndDecode(w.decode, w.first, produced, w.last)
+	}
 	if w.observe && complete && w.frames > 1 {
 		m.book.outputs.observe(w.model, w.frames-1)
 	}
@@ -114,14 +135,53 @@ func (m *Memory) endWork(b *Backend, w *workTicket, complete bool) {
 }
 
 // loadInput returns the request-wide part of LoadModel's input for one
-// decision over views under the load model lm: the router's mean prompt (this request's prompt, or
-// one token, before there is one) and the candidates' reference speed.
-// The caller sets Own per candidate.
-func loadInput(m *Memory, lm *LoadModel, info *RequestInfo, views []probe.View) LoadInput {
-	return LoadInput{MeanPrompt: m.book.MeanPrompt(float64(max(info.PromptTokens, 1))), RefNs: lm.RefNs(views)}
+// decision at now over views under the load model lm: the router's mean
+// prompt (this request's prompt, or one token, before there is one), the
+// candidates' reference speed and, with a seat weight, their reference
+// decode speed. The caller sets Own per candidate.
+func loadInput(m *Memory, lm *LoadModel, info *RequestInfo, views []probe.View, now time.Time) LoadInput {
+	li := LoadInput{MeanPrompt: m.book.MeanPrompt(float64(max(info.PromptTokens, 1)))}
+	sum, n, dsum, dn := 0.0, 0, 0.0, 0
+	for i := range views {
+		if ns := lm.viewNs(&views[i]); ns > 0 {
+			sum += ns
+			n++
+		}
+		if ns := views[i].Seats.NsPerToken; ns > 0 {
+			dsum += ns
+			dn++
+		}
+	}
+	li.RefNs = refMean(sum, n)
+	lm.seatInput(&li, dsum, dn, now)
+	return li
 }
 
 // briefLoadInput is loadInput over briefs.
-func briefLoadInput(m *Memory, lm *LoadModel, info *RequestInfo, briefs []probe.Brief) LoadInput {
-	return LoadInput{MeanPrompt: m.book.MeanPrompt(float64(max(info.PromptTokens, 1))), RefNs: lm.briefRefNs(briefs)}
+func briefLoadInput(m *Memory, lm *LoadModel, info *RequestInfo, briefs []probe.Brief, now time.Time) LoadInput {
+	li := LoadInput{MeanPrompt: m.book.MeanPrompt(float64(max(info.PromptTokens, 1)))}
+	sum, n, dsum, dn := 0.0, 0, 0.0, 0
+	for i := range briefs {
+		if ns := lm.BriefNs(&briefs[i]); ns > 0 {
+			sum += ns
+			n++
+		}
+		if ns := briefs[i].Seats.NsPerToken; ns > 0 {
+			dsum += ns
+			dn++
+		}
+	}
+	li.RefNs = refMean(sum, n)
+	lm.seatInput(&li, dsum, dn, now)
+	return li
+}
+
+// seatInput sets li's seat fields, with a seat weight: the instant now and
+// the mean (dsum / dn) of the candidates' learned decode speeds.
+func (lm *LoadModel) seatInput(li *LoadInput, dsum float64, dn int, now time.Time) {
+	if lm.SeatWeight <= 0 || dn == 0 {
+		return // no candidate has a decode speed: no seat time is known
+	}
+	li.NowUs = probe.SeatNow(now)
+	li.RefDecodeNs = dsum / float64(dn)
 }

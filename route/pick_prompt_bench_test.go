@@ -23,8 +23,9 @@ func (idleProber) Run(context.Context, []*probe.State, []*probe.State) probe.Res
 // (no scraper or other goroutine runs while it is measured), in route.load
 // mode, and the request of BenchmarkPickPrompt: a 1,500-token prompt (23
 // hashed blocks) whose first half a quarter of the backends were sent,
-// and some token work, a learned and a pod-reported speed on every
-// backend; mods then change the picker's configuration.
+// and some token work, a learned and a pod-reported speed, a learned decode
+// speed and decodes in flight on every backend; mods then change the
+// picker's configuration.
 func promptPicker(b testing.TB, mode string, n int, mods ...func(*PickerConfig)) (Picker, *RequestInfo, *Scratch) {
 	b.Helper()
 	pool, bs := testPool(n)
@@ -52,14 +53,20 @@ func promptPicker(b testing.TB, mode string, n int, mods ...func(*PickerConfig))
 			be.state.AddWork(1000, 0)
 			be.state.PrefillDone(1000, time.Duration(100+i%3*10)*time.Millisecond, 1000)
 		}
+		// A learned decode speed and decodes in flight (seat time).
+		be.state.StartDecode(64, pickT0.Add(-3*time.Second))
+		be.state.EndDecode(64, pickT0.Add(-3*time.Second), 64, pickT0.Add(-2*time.Second))
+		for k := range i % 3 {
+			be.state.StartDecode(int64(64*(k+1)), pickT0.Add(-time.Duration(k)*100*time.Millisecond))
+		}
 	}
 	pc := testPickerConfig(config.PolicyProbe)
 	pc.Load.Tokens = mode == config.LoadTokens
 	for _, m := range mods {
 		m(&pc)
 	}
-	if v := bs[n-1].state.View(pickT0, time.Second); v.NsPerToken <= 0 || v.PodNsPerToken <= 0 {
-		b.Fatalf("backend without both speeds: learned %v, pod %v", v.NsPerToken, v.PodNsPerToken)
+	if v := bs[n-1].state.View(pickT0, time.Second); v.NsPerToken <= 0 || v.PodNsPerToken <= 0 || v.Seats.NsPerToken <= 0 {
+		b.Fatalf("backend without every speed: learned %v, pod %v, decode %v", v.NsPerToken, v.PodNsPerToken, v.Seats.NsPerToken)
 	}
 	pk := mustPicker(b, pc, pool, Deps{Memory: mem, Rand: seeded(1), Now: pickNow, Prober: idleProber{}})
 	return pk, &rc.info, NewScratch()

@@ -229,7 +229,7 @@ func (sc *scorer) best(info *RequestInfo, s *Scratch, bs []*Backend) (*Backend, 
 	adapter := info.ModelHash != 0 && sc.mem.adapters.Has(info.ModelHash)
 	blocks := info.Blocks[:info.NBlocks]
 	sat := &sc.pc.Saturation
-	li := loadInput(sc.mem, &sc.pc.Load, info, s.views)
+	li := loadInput(sc.mem, &sc.pc.Load, info, s.views, now)
 	for i, b := range bs {
 		v := &s.views[i]
 		c := Candidate{Index: i, KVUse: v.KVUse, Known: v.Source != probe.SourceLocal && v.Source != probe.SourceNone}

@@ -226,6 +226,8 @@ func (r *replica) firstByte(req *request) {
 // its response when it had one.
 func (r *replica) finish(req *request, orca *probe.Load) {
 	b := r.backends[req.pod]
+	// The last bytes of the stream: they time its decode.
+	req.work.SawBytes(b, sseFrame, r.clock.now())
 	r.mem.EndWork(b, &req.work, true)
 	st := b.State()
 	st.Finish()

@@ -19,6 +19,7 @@ import (
 //	ww    route.load.waiting_weight
 //	pss   route.load.pod_speed_samples
 //	psf   route.load.pod_speed_foreign
+//	sw    route.load.seat_weight
 type tweak struct {
 	key string
 	val float64
@@ -35,7 +36,7 @@ func splitTweaks(strategy string) (string, []tweak, error) {
 			return "", nil, fmt.Errorf("strategy %q: tweak %q is not key=number", strategy, p)
 		}
 		switch k {
-		case "dw", "rw", "ww", "pss", "psf":
+		case "dw", "rw", "ww", "pss", "psf", "sw":
 		default:
 			return "", nil, fmt.Errorf("strategy %q: unknown tweak key %q", strategy, k)
 		}
@@ -59,6 +60,8 @@ func applyTweaks(cfg *config.Config, ts []tweak) error {
 			l.PodSpeedSamples = t.val
 		case "psf":
 			l.PodSpeedForeign = t.val
+		case "sw":
+			l.SeatWeight = t.val
 		}
 	}
 	return cfg.Validate()

@@ -65,6 +65,12 @@ type LoadModel struct {
 	// ratio - 1, the expected time to first token in requests of a
 	// mean-speed backend. 0 turns it off (and learn_speed false too).
 	SpeedBand float64 `yaml:"speed_band"`
+	// SeatWeight: weight of the batch seat time this proxy's decodes still
+	// hold at a backend (tokens mode): their expected output tokens not yet
+	// produced times the backend's learned decode time per token, added to
+	// the expected time to first token. 0 turns it off. Default
+	// DefaultSeatWeight.
+	SeatWeight float64 `yaml:"seat_weight"`
 }
 
 // DefaultPodSpeed is route.load.pod_speed's default: off. In the live
@@ -93,8 +99,11 @@ const DefaultPodSpeedSamples = 8.0
 // R=8, 1/2 at R=2); a lone proxy sees none.
 const DefaultPodSpeedForeign = 0.25
 
+// DefaultSeatWeight is route.load.seat_weight's default.
+const DefaultSeatWeight = 0.03
+
 func defaultLoad() LoadModel {
-	return LoadModel{Mode: LoadTokens, DecodeWeight: 0, RunningWeight: 1, WaitingWeight: 1, LearnSpeed: true, PodSpeed: DefaultPodSpeed, PodSpeedSamples: DefaultPodSpeedSamples, PodSpeedForeign: DefaultPodSpeedForeign, DefaultOutputTokens: 128}
+	return LoadModel{Mode: LoadTokens, DecodeWeight: 0, RunningWeight: 1, WaitingWeight: 1, LearnSpeed: true, PodSpeed: DefaultPodSpeed, PodSpeedSamples: DefaultPodSpeedSamples, PodSpeedForeign: DefaultPodSpeedForeign, DefaultOutputTokens: 128, SeatWeight: DefaultSeatWeight}
 }
 
 func (v *checker) load(l LoadModel) {
@@ -102,6 +111,7 @@ func (v *checker) load(l LoadModel) {
 	v.weight("route.load.decode_weight", l.DecodeWeight)
 	v.weight("route.load.running_weight", l.RunningWeight)
 	v.weight("route.load.waiting_weight", l.WaitingWeight)
+	v.weight("route.load.seat_weight", l.SeatWeight)
 	v.atLeast("route.load.default_output_tokens", int64(l.DefaultOutputTokens), 1)
 	if !(l.PodSpeed >= 0 && l.PodSpeed <= 1) {
 		v.add("route.load.pod_speed", "must be between 0 and 1, got %v", l.PodSpeed)

@@ -1,0 +1,118 @@
+package route
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/probegate/probegate/internal/config"
+	"github.com/probegate/probegate/probe"
+)
+
+// seatPool returns two backends that report the same load (2 running, 0
+// waiting, fresh) and have each streamed one completed 101-token answer
+// through this proxy at 10 ms per token, so both learned that decode
+// speed. Then the proxy's two requests in flight at each are past their
+// first byte: at backend 0 both started 2 s ago expecting 220 tokens
+// (about 0.2 s of decode left each), at backend 1 both started just now
+// expecting 220 tokens (2.2 s left each). Same request counts, same
+// prefill; only the seat time the decodes still hold differs.
+func seatPool(t *testing.T, mem *Memory) (*Pool, []*Backend) {
+	t.Helper()
+	pool, bs := testPool(2)
+	info := RequestInfo{Stream: true, IgnoreEOS: true, MaxTokens: 101, PromptTokens: 300}
+	for _, b := range bs {
+		// One stream 3 s ago: its last byte 100 tokens after its first.
+		start := pickT0.Add(-3 * time.Second)
+		w := mem.beginWork(&info, b, 256, 128, start)
+		w.sawBytes(b, []byte("data: {}\n\n"), start.Add(50*time.Millisecond))
+		w.sawBytes(b, []byte("data: {}\n\n"), start.Add(50*time.Millisecond+time.Second))
+		mem.endWork(b, &w, true)
+		if v := b.State().View(pickT0, time.Second); v.Seats.NsPerToken < 9e6 || v.Seats.NsPerToken > 11e6 || v.Seats.N != 0 {
+			t.Fatalf("learned decode speed %v ns per token, %d decoding; want 1e7, 0", v.Seats.NsPerToken, v.Seats.N)
+		}
+	}
+	long := RequestInfo{Stream: true, IgnoreEOS: true, MaxTokens: 220, PromptTokens: 300}
+	for i, b := range bs {
+		first := pickT0
+		if i == 0 {
+			first = pickT0.Add(-2 * time.Second)
+		}
+		for range 2 {
+			w := mem.beginWork(&long, b, 256, 128, first.Add(-20*time.Millisecond))
+			b.State().Dispatch()
+			w.sawBytes(b, []byte("data: {}\n\n"), first)
+		}
+		l := probe.Load{Running: 2, Waiting: 0, KVUse: 0.2, ServerLoad: -1, At: pickT0, Source: probe.SourceScrape}
+		b.State().Report(&l)
+	}
+	return pool, bs
+}
+
+// TestPickPrefersTheBackendWhoseSeatsFreeSooner: two backends with the
+// same requests running and the same prefill work, one whose decodes are
+// nearly done and one whose decodes have just begun. A newcomer at the
+// second waits for a batch seat held for seconds (or shares the batch with
+// long decodes); the default policies must send it to the first, every
+// time. Without the seat time (route.load.seat_weight 0) the two look
+// alike and the pick is a coin toss.
+func TestPickPrefersTheBackendWhoseSeatsFreeSooner(t *testing.T) {
+	if config.Default().Route.Load.SeatWeight <= 0 {
+		t.Fatal("route.load.seat_weight is off by default")
+	}
+	for _, pol := range []string{config.PolicyProbe, config.PolicyCached} {
+		t.Run(pol, func(t *testing.T) {
+			mem := &Memory{}
+			pool, bs := seatPool(t, mem)
+			pc := testPickerConfig(pol)
+			pc.D = 2
+			pk := mustPicker(t, pc, pool, Deps{Memory: mem, Rand: seeded(7), Now: pickNow})
+			info := RequestInfo{Stream: true, IgnoreEOS: true, MaxTokens: 64, PromptTokens: 300}
+			s := NewScratch()
+			got := 0
+			for range 200 {
+				b, _, err := pk.Pick(context.Background(), &info, nil, s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if b == bs[0] {
+					got++
+				}
+			}
+			if got != 200 {
+				t.Fatalf("%d of 200 picks went to the backend whose seats free sooner, want 200", got)
+			}
+		})
+	}
+}
+
+// TestSeatTimeDecaysAsDecodesRun: the seat time a decode holds is what is
+// left of its expected output at the learned speed, so it shrinks as the
+// decode runs and is gone once the request ends.
+func TestSeatTimeDecaysAsDecodesRun(t *testing.T) {
+	mem := &Memory{}
+	_, bs := seatPool(t, mem)
+	v := bs[1].State().View(pickT0, time.Second)
+	if v.Seats.N != 2 {
+		t.Fatalf("%d decoding, want 2", v.Seats.N)
+	}
+	at := func(d time.Duration) float64 {
+		return v.Seats.Remaining(probe.SeatNow(pickT0.Add(d)), v.Seats.NsPerToken)
+	}
+	// 2 x 220 tokens x 10 ms = 4.4 s; 1 s later 2.4 s; past the end 0.
+	for _, c := range []struct {
+		after time.Duration
+		want  float64
+	}{{0, 4.4e9}, {time.Second, 2.4e9}, {3 * time.Second, 0}} {
+		if got := at(c.after); got < c.want*0.95-1e6 || got > c.want*1.05+1e6 {
+			t.Errorf("seat time %v after the first bytes: %.3g ns, want %.3g", c.after, got, c.want)
+		}
+	}
+	// Decodes not yet past their first byte hold their whole output.
+	in := LoadInput{MeanPrompt: 300, RefNs: 1e5, NowUs: probe.SeatNow(pickT0)}
+	b := v.Brief()
+	b.DecodeTokens += 100
+	if got := seatCost(&b, &in); got < 5.3e9 || got > 5.5e9 {
+		t.Errorf("seat cost with 100 tokens not yet started: %.3g ns, want 5.4e9", got)
+	}
+}
