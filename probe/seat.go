@@ -5,27 +5,43 @@ import (
 	"time"
 )
 
-// Batch seat time: how long the decodes this proxy sent to a backend will
+// Batch seat time: how long the requests this proxy sent to a backend will
 // still hold its batch seats. A request past its prefill holds a seat (and
 // its KV blocks) for one engine step per output token, so a backend whose
 // seats are taken by long decodes makes a newcomer wait for a seat however
 // few requests it runs; the prefill work (work.go) does not show that.
 //
-// Each request is counted from its first response byte (StartDecode) to its
-// end (EndDecode) with its expected output tokens; the State keeps their
-// count, their tokens and the sum of their first-byte times, so that the
-// seat time left at any instant is one expression over three atomics (see
-// Seats.Remaining) and no per-request record. The decode speed, in
-// nanoseconds per output token, is learned from this proxy's completed
-// streams: the time from first to last byte over the tokens between.
+// The whole account is one atomic word per backend (State.seat), so that a
+// pick reads it with one load and turns it into the seat time left with a
+// multiplication and a subtraction (seatLeftUs), lock-free and exact:
+//
+//	low 16 bits   n: requests past their first byte and not ended
+//	high 48 bits  sum, modulo 2^48, in microseconds, of
+//	              - each such request's expected end (Unix µs): its first
+//	                byte plus its expected output tokens x the backend's
+//	                decode time per token then (StartDecode);
+//	              - each request not yet past its first byte: its whole
+//	                expected decode time, priced when it was sent (HoldSeat).
+//
+// The seat time left at now is then sum - n x now: the decodes' time to
+// their expected ends (one that ran past its end offsets the others) plus
+// the whole decodes still to start. Everything is modular, so no epoch is
+// needed: the result is exact whenever the true value is below 2^47 µs (4
+// years) in magnitude. Each request adds one delta (a SeatHold) and takes
+// exactly it back, so the low field is exactly n (n < 2^16 is kept by
+// StartDecode) and never carries into the sum.
+//
+// The decode time per output token is learned from this proxy's completed
+// streams (DecodeSample); the caller prices a request with it, or with a
+// fleet-wide figure while the backend has none (route's work ticket).
 
-// seatEpoch is the origin of the first-byte times summed in
-// State.decodingUs: microseconds since it fit in an int64 for any clock
-// (a virtual one near the zero time included) and any number of requests.
-var seatEpoch = time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
-
-// seatUs returns t in microseconds since seatEpoch.
-func seatUs(t time.Time) int64 { return t.Sub(seatEpoch).Microseconds() }
+const (
+	seatCountBits = 16
+	seatCountMask = 1<<seatCountBits - 1
+	// seatMaxUs bounds one request's expected decode time, so that 2^16
+	// of them stay far inside the word's range (about 18 minutes).
+	seatMaxUs = 1 << 30
+)
 
 // Decode speed learning.
 const (
@@ -39,66 +55,95 @@ const (
 	decodeMaxNs = 1e9
 )
 
-// Seats is a backend's batch seat accounting as of one read: this proxy's
-// requests past their first byte and not ended (N, their expected output
-// tokens Tokens, the sum of their first-byte times SinceUs in microseconds
-// since seatEpoch) and the learned decode speed (0: none yet).
-type Seats struct {
-	N          int
-	Tokens     float64
-	SinceUs    float64
-	NsPerToken float64
-}
+// SeatHold is what one request added to its backend's seat word: kept by
+// the caller so that StartDecode can move it and EndDecode take it back
+// exactly. The zero SeatHold holds nothing.
+type SeatHold uint64
 
-// seats returns s's seat accounting. Lock-free.
-func (s *State) seats() Seats {
-	w := Seats{NsPerToken: math.Float64frombits(s.decodeNs.Load())}
-	if n := s.decoding.Load(); n > 0 {
-		w.N = int(n)
-		w.Tokens = float64(max(s.decodingTok.Load(), 0))
-		w.SinceUs = float64(s.decodingUs.Load())
-	}
-	return w
-}
-
-// Remaining returns the seat time, in nanoseconds, the decodes w counts
-// still hold at nowUs (microseconds since seatEpoch, see SeatNow) if each
-// produces its expected tokens at ns nanoseconds per token: the sum over
-// them of tokens x ns less the time since their first byte, never below 0
-// in all (a decode past its expected end offsets the others).
-func (w *Seats) Remaining(nowUs int64, ns float64) float64 {
-	if w.N == 0 || ns <= 0 {
+// decodeUs returns tokens x ns nanoseconds in microseconds, rounded and
+// bounded to [0, seatMaxUs].
+func decodeUs(tokens int64, ns float64) int64 {
+	us := float64(tokens) * ns / 1e3
+	if !(us > 0) {
 		return 0
 	}
-	elapsed := (float64(w.N)*float64(nowUs) - w.SinceUs) * 1e3
-	return max(w.Tokens*ns-elapsed, 0)
+	return int64(math.Round(min(us, seatMaxUs)))
 }
 
-// SeatNow returns t as Seats.Remaining takes it.
-func SeatNow(t time.Time) int64 { return seatUs(t) }
-
-// StartDecode records that a request expecting tokens output tokens
-// produced its first byte at t: it holds a batch seat until EndDecode.
-func (s *State) StartDecode(tokens int64, t time.Time) {
-	s.decoding.Add(1)
-	s.decodingTok.Add(tokens)
-	s.decodingUs.Add(seatUs(t))
+// HoldSeat records that a request expecting tokens output tokens at ns
+// nanoseconds per token was sent to the backend: until its first byte its
+// whole decode time counts in the seat time. ns <= 0 (no decode speed
+// known) holds nothing.
+func (s *State) HoldSeat(tokens int64, ns float64) SeatHold {
+	h := SeatHold(uint64(decodeUs(tokens, ns)) << seatCountBits)
+	if h != 0 {
+		s.seat.Add(uint64(h))
+	}
+	return h
 }
 
-// EndDecode takes back what StartDecode(tokens, first) added. If the
-// request completed having produced produced output tokens (at least
-// minDecodeSample), its last byte at last gives a decode speed sample:
-// (last - first) / (produced - 1) nanoseconds per token.
-func (s *State) EndDecode(tokens int64, first time.Time, produced int, last time.Time) {
-	s.decoding.Add(-1)
-	s.decodingTok.Add(-tokens)
-	s.decodingUs.Add(-seatUs(first))
+// StartDecode records that the request holding h produced its first byte
+// at t: its hold becomes a decode expected to end tokens x ns nanoseconds
+// after t, whose seat time shrinks as time passes. It returns the new
+// hold. With ns <= 0, or when 2^16 - 1 decodes are already counted, the
+// request holds nothing from now on.
+func (s *State) StartDecode(h SeatHold, tokens int64, ns float64, t time.Time) SeatHold {
+	var next SeatHold
+	if d := decodeUs(tokens, ns); ns > 0 {
+		next = SeatHold(uint64(t.UnixMicro()+d)<<seatCountBits + 1)
+	}
+	for {
+		old := s.seat.Load()
+		n := next
+		if old&seatCountMask == seatCountMask {
+			n = 0 // no room to count one more decode
+		}
+		if s.seat.CompareAndSwap(old, old-uint64(h)+uint64(n)) {
+			return n
+		}
+	}
+}
+
+// EndDecode takes back what the request holding h added (HoldSeat, then
+// StartDecode if its first byte came).
+func (s *State) EndDecode(h SeatHold) {
+	if h != 0 {
+		s.seat.Add(-uint64(h))
+	}
+}
+
+// seatLeftUs is the seat time, in microseconds, the word w says is left at
+// nowUs (Unix µs): its sum less n x nowUs, modulo 2^48 and read as a signed
+// 48-bit number, never below 0.
+func seatLeftUs(w uint64, nowUs int64) int64 {
+	d := w>>seatCountBits - (w&seatCountMask)*uint64(nowUs)
+	return max(int64(d<<seatCountBits)>>seatCountBits, 0)
+}
+
+// SeatNs returns the batch seat time, in nanoseconds, this proxy's
+// requests hold at the backend at now (see the account above): 0 when
+// none. Lock-free: one atomic load.
+func (s *State) SeatNs(now time.Time) float64 {
+	return float64(seatLeftUs(s.seat.Load(), now.UnixMicro())) * 1e3
+}
+
+// DecodeNs returns the backend's learned decode time per output token, in
+// nanoseconds (0: none yet).
+func (s *State) DecodeNs() float64 { return math.Float64frombits(s.decodeNs.Load()) }
+
+// DecodeSample learns from a completed stream whose first byte came at
+// first and its last at last, having produced produced output tokens (at
+// least minDecodeSample): (last - first) / (produced - 1) nanoseconds per
+// token, folded into the backend's learned decode speed with weight
+// decodeAlpha. It returns the sample, or 0 when the stream gives none
+// (too short, every byte at once, or slower than decodeMaxNs per token).
+func (s *State) DecodeSample(first time.Time, produced int, last time.Time) float64 {
 	if produced < minDecodeSample || !last.After(first) {
-		return
+		return 0
 	}
 	ns := float64(last.Sub(first)) / float64(produced-1)
 	if ns > decodeMaxNs {
-		return
+		return 0
 	}
 	for {
 		old := s.decodeNs.Load()
@@ -107,7 +152,7 @@ func (s *State) EndDecode(tokens int64, first time.Time, produced int, last time
 			next = math.Float64frombits(old) + decodeAlpha*(ns-math.Float64frombits(old))
 		}
 		if s.decodeNs.CompareAndSwap(old, math.Float64bits(next)) {
-			return
+			return ns
 		}
 	}
 }

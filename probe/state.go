@@ -32,16 +32,12 @@ type State struct {
 	prefillWaiting atomic.Int64 // requests counted in prefillPending
 	decodePending  atomic.Int64
 	nsPerToken     atomic.Uint64
-	// Batch seat time of this proxy's decodes (seat.go): requests past
-	// their first byte and not ended, their expected output tokens, the
-	// sum of their first-byte times (µs since seatEpoch), and the learned
-	// decode speed (float64 bits, ns per output token; 0: none yet). Beside
-	// the token work: a pick reads both.
-	decoding    atomic.Int64
-	decodingTok atomic.Int64
-	decodingUs  atomic.Int64
-	decodeNs    atomic.Uint64
-	speed       speedSamples
+	// Batch seat time this proxy's requests hold (seat.go: one word, its
+	// layout there) and the learned decode speed (float64 bits, ns per
+	// output token; 0: none yet). Beside the token work: a pick reads both.
+	seat     atomic.Uint64
+	decodeNs atomic.Uint64
+	speed    speedSamples
 
 	// Published with compare-and-swap by Report; never modified after.
 	latest atomic.Pointer[report]
@@ -313,9 +309,9 @@ type View struct {
 	// that other clients sent (State.ForeignShare), kept when the report
 	// goes stale; 0 before any report with a queue.
 	ForeignShare float64
-	// Seats is the batch seat time this proxy's decodes hold there (see
-	// Seats), kept when the report goes stale.
-	Seats Seats
+	// Seat is the batch seat time, in nanoseconds, this proxy's requests
+	// hold there at now (State.SeatNs), kept when the report goes stale.
+	Seat float64
 }
 
 // View returns the backend's load as of now. If the latest report is younger
@@ -346,7 +342,7 @@ func (s *State) ViewInto(v *View, now time.Time, staleAfter time.Duration) {
 	v.SpeedSamples = s.SpeedSamples()
 	v.PrefillRequests = int(max(s.prefillWaiting.Load(), 0))
 	v.PodNsPerToken, v.PodSeeded, v.ForeignShare = 0, false, 0
-	v.Seats = s.seats()
+	v.Seat = s.SeatNs(now)
 	if r == nil {
 		return
 	}
@@ -413,7 +409,7 @@ type Brief struct {
 	SpeedSamples                int
 	PodSeeded                   bool
 	ForeignShare                float64
-	Seats                       Seats
+	Seat                        float64
 }
 
 // BriefInto sets *b to the Brief of the View at now with staleAfter, given
@@ -423,14 +419,14 @@ type Brief struct {
 // many backends at one instant). It writes the fields in place rather
 // than returning a struct, which a caller reading many backends would
 // copy. It does not allocate and takes no lock.
-func (s *State) BriefInto(b *Brief, cutoff time.Time) {
+func (s *State) BriefInto(b *Brief, now, cutoff time.Time) {
 	r := s.latest.Load() // before the counters: see counts
 	inflight, corr := s.counts(r)
 	b.PrefillTokens, b.DecodeTokens, b.NsPerToken = s.Work()
 	b.SpeedSamples = s.SpeedSamples()
 	b.PrefillRequests = int(max(s.prefillWaiting.Load(), 0))
 	b.PodNsPerToken, b.PodSeeded, b.ForeignShare = 0, false, 0
-	b.Seats = s.seats()
+	b.Seat = s.SeatNs(now)
 	if r != nil {
 		b.PodNsPerToken, b.PodSeeded, b.ForeignShare = r.pod.ns, r.pod.seeded, r.foreign
 	}
@@ -452,5 +448,5 @@ func (v *View) Brief() Brief {
 	return Brief{Queue: v.Queue, KVUse: v.KVUse, Waiting: v.Waiting, Source: v.Source,
 		PrefillTokens: v.PrefillTokens, DecodeTokens: v.DecodeTokens,
 		PrefillRequests: v.PrefillRequests, NsPerToken: v.NsPerToken, PodNsPerToken: v.PodNsPerToken,
-		SpeedSamples: v.SpeedSamples, PodSeeded: v.PodSeeded, ForeignShare: v.ForeignShare, Seats: v.Seats}
+		SpeedSamples: v.SpeedSamples, PodSeeded: v.PodSeeded, ForeignShare: v.ForeignShare, Seat: v.Seat}
 }

@@ -20,9 +20,13 @@ import (
 //	work    = ahead + own prefill (prompt tokens minus the blocks the
 //	          backend is believed to have cached) + DecodeWeight x this
 //	          proxy's expected output tokens in flight there
+//	seat    = the batch seat time this proxy's requests still hold there
+//	          (View.Seat: expected output tokens not yet produced x the
+//	          backend's learned ns per output token, probe.State.SeatNs)
 //	queue   = RunningWeight x running + WaitingWeight x waiting
-//	          + work x the backend's learned ns per token (the candidates'
-//	            mean when not learned yet) / (reference ns x mean prompt)
+//	          + (work x the backend's learned ns per token (the
+//	            candidates' mean when not learned yet) + SeatWeight x seat)
+//	            / (reference ns x mean prompt)
 //
 // Queued prefill is counted in tokens, since a 7,000-token prompt ahead
 // delays the first token fourteen times more than a 500-token one; a
@@ -69,7 +73,9 @@ type LoadModel struct {
 	// speed ratio beyond which a backend's queue is scaled (0: never).
 	SpeedBand float64
 	// SeatWeight is route.load.seat_weight: the weight of the batch seat
-	// time this proxy's decodes hold at a backend (see seatCost).
+	// time this proxy's requests hold at a backend (View.Seat: their
+	// expected decode time not yet run, see probe.State.SeatNs), added to
+	// the expected time to first token.
 	SeatWeight float64
 }
 
@@ -84,11 +90,6 @@ type LoadInput struct {
 	// RefNs is the reference nanoseconds per token (the mean learned speed
 	// of the candidates, > 0); a candidate with no learned speed uses it.
 	RefNs float64
-	// NowUs is the decision's instant as probe.Seats.Remaining takes it.
-	NowUs int64
-	// RefDecodeNs is the mean learned decode speed (ns per output token)
-	// of the candidates that have one; 0 when none has.
-	RefDecodeNs float64
 }
 
 // Queue returns the candidate's queue for the scorers (see LoadModel).
@@ -128,8 +129,8 @@ func (m *LoadModel) BriefQueue(v *probe.Brief, in *LoadInput) float64 {
 	}
 	work := ahead + max(in.Own, 0) + m.DecodeWeight*decode
 	t := work * ns // expected time to first token, ns
-	if m.SeatWeight > 0 && in.RefDecodeNs > 0 {
-		t += m.SeatWeight * seatCost(v, in)
+	if m.SeatWeight > 0 {
+		t += m.SeatWeight * v.Seat
 	}
 	return m.RunningWeight*running + m.WaitingWeight*waiting + t/(in.RefNs*in.MeanPrompt)
 }
@@ -310,22 +311,4 @@ func (o *outputEstimator) observe(model uint64, n int) {
 		s.mean.bits.Store(0)
 	}
 	s.mean.observe(float64(n), 0.05)
-}
-
-// seatCost is the batch seat time, in nanoseconds, the decodes this proxy
-// sent to the backend b describes will still hold: those past their first
-// byte for what is left of their expected output (probe.Seats.Remaining),
-// and those not yet past it for all of theirs, at the backend's learned
-// decode time per output token (in.RefDecodeNs when it has none yet; 0,
-// no cost, when no candidate has one).
-func seatCost(b *probe.Brief, in *LoadInput) float64 {
-	st := &b.Seats
-	ns := st.NsPerToken
-	if ns <= 0 {
-		ns = in.RefDecodeNs
-	}
-	if ns <= 0 {
-		return 0
-	}
-	return st.Remaining(in.NowUs, ns) + max(b.DecodeTokens-st.Tokens, 0)*ns
 }

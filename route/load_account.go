@@ -21,6 +21,24 @@ const speedReportAge = time.Second
 type loadBook struct {
 	meanPrompt ewma
 	outputs    outputEstimator
+	// decodeNs is the running mean of every backend's decode speed
+	// samples (probe.State.DecodeSample), ns per output token: it prices a
+	// request's seat time at a backend that has no learned speed yet.
+	decodeNs ewma
+}
+
+// decodeAlpha is the weight of each sample in the proxy-wide decode speed
+// (loadBook.decodeNs), as in a backend's own.
+const decodeAlpha = 0.1
+
+// decodeNsAt returns the decode time per output token to price a request's
+// seat time at b with: b's learned one, else the proxy-wide mean of every
+// backend's samples, else 0 (none known: the request holds no seat time).
+func (l *loadBook) decodeNsAt(b *Backend) float64 {
+	if ns := b.state.DecodeNs(); ns > 0 {
+		return ns
+	}
+	return l.decodeNs.value(0)
 }
 
 // MeanPrompt returns the running mean prompt in tokens, or def before any
@@ -39,10 +57,12 @@ type workTicket struct {
 	observe bool      // count output frames for the per-model estimate
 	frames  int       // SSE data frames seen (observe only)
 	stream  bool      // the response streams: its bytes time the decode
-	// decoding: the first byte came (first) and State.StartDecode counted
-	// the request's seat; last is when its latest bytes came.
-	decoding    bool
+	// seat is what the request adds to its backend's seat time
+	// (probe.State.HoldSeat, then StartDecode at the first byte, first);
+	// last is when its latest bytes came.
+	seat        probe.SeatHold
 	first, last time.Time
+	book        *loadBook // prices the seat time at the first byte
 }
 
 // beginWork counts the request's token work against b as it is dispatched:
@@ -63,7 +83,7 @@ func (m *Memory) beginWork(info *RequestInfo, b *Backend, blockChars int, defaul
 	if info.NBlocks > 0 {
 		matched = b.prefix.Match(info.Blocks[:info.NBlocks])
 	}
-	w := workTicket{sent: now, model: info.ModelHash}
+	w := workTicket{sent: now, model: info.ModelHash, book: &m.book}
 	if info.PromptTokens > 0 {
 		w.prefill = int64(OwnPrefill(info.PromptTokens, matched, blockChars))
 	}
@@ -84,18 +104,20 @@ func (m *Memory) beginWork(info *RequestInfo, b *Backend, blockChars int, defaul
 		w.waited = pending + float64(w.prefill)
 	}
 	b.state.AddWork(w.prefill, w.decode)
+	w.seat = b.state.HoldSeat(w.decode, m.book.decodeNsAt(b))
 	w.started = true
 	return w
 }
 
 // sawBytes is called with each chunk of the response body: the first one
-// ends the request's prefill; with observe, SSE data frames are counted.
+// ends the request's prefill and starts its decode's seat time; with
+// observe, SSE data frames are counted.
 func (w *workTicket) sawBytes(b *Backend, chunk []byte, now time.Time) {
 	if w.started {
 		b.state.PrefillDone(w.prefill, now.Sub(w.sent), w.waited)
 		w.started, w.prefill, w.waited = false, 0, 0
-		b.state.StartDecode(w.decode, now)
-		w.decoding, w.first = true, now
+		w.seat = b.state.StartDecode(w.seat, w.decode, w.book.decodeNsAt(b), now)
+		w.first = now
 	}
 	w.last = now
 	if w.observe {
@@ -116,17 +138,17 @@ func (m *Memory) endWork(b *Backend, w *workTicket, complete bool) {
 		return // no work was counted
 	}
 	b.state.DoneWork(w.prefill, w.decode, !w.started)
-	if w.decoding {
+	b.state.EndDecode(w.seat)
+	if !w.started && complete && w.stream {
 		// A completed stream times the decode: its expected tokens when
 		// they are fixed (ignore_eos), else the data frames counted.
-		produced := 0
-		if complete && w.stream {
-			produced = int(w.decode)
-			if w.observe {
-				produced = w.frames - 1
-			}
+		produced := int(w.decode)
+		if w.observe {
+			produced = w.frames - 1
 		}
-		b.state.EndDecode(w.decode, w.first, produced, w.last)
+		if ns := b.state.DecodeSample(w.first, produced, w.last); ns > 0 {
+			m.book.decodeNs.observe(ns, decodeAlpha)
+		}
 	}
 	if w.observe && complete && w.frames > 1 {
 		m.book.outputs.observe(w.model, w.frames-1)
@@ -135,53 +157,14 @@ func (m *Memory) endWork(b *Backend, w *workTicket, complete bool) {
 }
 
 // loadInput returns the request-wide part of LoadModel's input for one
-// decision at now over views under the load model lm: the router's mean
-// prompt (this request's prompt, or one token, before there is one), the
-// candidates' reference speed and, with a seat weight, their reference
-// decode speed. The caller sets Own per candidate.
-func loadInput(m *Memory, lm *LoadModel, info *RequestInfo, views []probe.View, now time.Time) LoadInput {
-	li := LoadInput{MeanPrompt: m.book.MeanPrompt(float64(max(info.PromptTokens, 1)))}
-	sum, n, dsum, dn := 0.0, 0, 0.0, 0
-	for i := range views {
-		if ns := lm.viewNs(&views[i]); ns > 0 {
-			sum += ns
-			n++
-		}
-		if ns := views[i].Seats.NsPerToken; ns > 0 {
-			dsum += ns
-			dn++
-		}
-	}
-	li.RefNs = refMean(sum, n)
-	lm.seatInput(&li, dsum, dn, now)
-	return li
+// decision over views under the load model lm: the router's mean prompt (this request's prompt, or
+// one token, before there is one) and the candidates' reference speed.
+// The caller sets Own per candidate.
+func loadInput(m *Memory, lm *LoadModel, info *RequestInfo, views []probe.View) LoadInput {
+	return LoadInput{MeanPrompt: m.book.MeanPrompt(float64(max(info.PromptTokens, 1))), RefNs: lm.RefNs(views)}
 }
 
 // briefLoadInput is loadInput over briefs.
-func briefLoadInput(m *Memory, lm *LoadModel, info *RequestInfo, briefs []probe.Brief, now time.Time) LoadInput {
-	li := LoadInput{MeanPrompt: m.book.MeanPrompt(float64(max(info.PromptTokens, 1)))}
-	sum, n, dsum, dn := 0.0, 0, 0.0, 0
-	for i := range briefs {
-		if ns := lm.BriefNs(&briefs[i]); ns > 0 {
-			sum += ns
-			n++
-		}
-		if ns := briefs[i].Seats.NsPerToken; ns > 0 {
-			dsum += ns
-			dn++
-		}
-	}
-	li.RefNs = refMean(sum, n)
-	lm.seatInput(&li, dsum, dn, now)
-	return li
-}
-
-// seatInput sets li's seat fields, with a seat weight: the instant now and
-// the mean (dsum / dn) of the candidates' learned decode speeds.
-func (lm *LoadModel) seatInput(li *LoadInput, dsum float64, dn int, now time.Time) {
-	if lm.SeatWeight <= 0 || dn == 0 {
-		return // no candidate has a decode speed: no seat time is known
-	}
-	li.NowUs = probe.SeatNow(now)
-	li.RefDecodeNs = dsum / float64(dn)
+func briefLoadInput(m *Memory, lm *LoadModel, info *RequestInfo, briefs []probe.Brief) LoadInput {
+	return LoadInput{MeanPrompt: m.book.MeanPrompt(float64(max(info.PromptTokens, 1))), RefNs: lm.briefRefNs(briefs)}
 }

@@ -28,8 +28,8 @@ func seatPool(t *testing.T, mem *Memory) (*Pool, []*Backend) {
 		w.sawBytes(b, []byte("data: {}\n\n"), start.Add(50*time.Millisecond))
 		w.sawBytes(b, []byte("data: {}\n\n"), start.Add(50*time.Millisecond+time.Second))
 		mem.endWork(b, &w, true)
-		if v := b.State().View(pickT0, time.Second); v.Seats.NsPerToken < 9e6 || v.Seats.NsPerToken > 11e6 || v.Seats.N != 0 {
-			t.Fatalf("learned decode speed %v ns per token, %d decoding; want 1e7, 0", v.Seats.NsPerToken, v.Seats.N)
+		if ns, v := b.State().DecodeNs(), b.State().View(pickT0, time.Second); ns < 9e6 || ns > 11e6 || v.Seat != 0 {
+			t.Fatalf("learned decode speed %v ns per token, seat time %v; want 1e7, 0", ns, v.Seat)
 		}
 	}
 	long := RequestInfo{Stream: true, IgnoreEOS: true, MaxTokens: 220, PromptTokens: 300}
@@ -88,31 +88,32 @@ func TestPickPrefersTheBackendWhoseSeatsFreeSooner(t *testing.T) {
 
 // TestSeatTimeDecaysAsDecodesRun: the seat time a decode holds is what is
 // left of its expected output at the learned speed, so it shrinks as the
-// decode runs and is gone once the request ends.
+// decode runs and is gone once the request ends; a request not yet past
+// its first byte holds its whole expected output.
 func TestSeatTimeDecaysAsDecodesRun(t *testing.T) {
 	mem := &Memory{}
 	_, bs := seatPool(t, mem)
-	v := bs[1].State().View(pickT0, time.Second)
-	if v.Seats.N != 2 {
-		t.Fatalf("%d decoding, want 2", v.Seats.N)
-	}
-	at := func(d time.Duration) float64 {
-		return v.Seats.Remaining(probe.SeatNow(pickT0.Add(d)), v.Seats.NsPerToken)
-	}
+	st := bs[1].State()
 	// 2 x 220 tokens x 10 ms = 4.4 s; 1 s later 2.4 s; past the end 0.
 	for _, c := range []struct {
 		after time.Duration
 		want  float64
 	}{{0, 4.4e9}, {time.Second, 2.4e9}, {3 * time.Second, 0}} {
-		if got := at(c.after); got < c.want*0.95-1e6 || got > c.want*1.05+1e6 {
+		if got := st.SeatNs(pickT0.Add(c.after)); got < c.want*0.99-1e6 || got > c.want*1.01+1e6 {
 			t.Errorf("seat time %v after the first bytes: %.3g ns, want %.3g", c.after, got, c.want)
 		}
 	}
-	// Decodes not yet past their first byte hold their whole output.
-	in := LoadInput{MeanPrompt: 300, RefNs: 1e5, NowUs: probe.SeatNow(pickT0)}
-	b := v.Brief()
-	b.DecodeTokens += 100
-	if got := seatCost(&b, &in); got < 5.3e9 || got > 5.5e9 {
-		t.Errorf("seat cost with 100 tokens not yet started: %.3g ns, want 5.4e9", got)
+	if v := st.View(pickT0.Add(time.Second), time.Second); v.Seat != st.SeatNs(pickT0.Add(time.Second)) {
+		t.Errorf("View.Seat %v, SeatNs %v", v.Seat, st.SeatNs(pickT0.Add(time.Second)))
+	}
+	// A request not yet past its first byte holds its whole output: 100
+	// tokens x 10 ms.
+	w := mem.beginWork(&RequestInfo{Stream: true, IgnoreEOS: true, MaxTokens: 100, PromptTokens: 300}, bs[1], 256, 128, pickT0)
+	if got := st.SeatNs(pickT0); got < 5.35e9 || got > 5.45e9 {
+		t.Errorf("seat time with 100 tokens not yet started: %.3g ns, want 5.4e9", got)
+	}
+	mem.endWork(bs[1], &w, false)
+	if got := st.SeatNs(pickT0); got < 4.35e9 || got > 4.45e9 {
+		t.Errorf("seat time after the request that had not started ended: %.3g ns, want 4.4e9", got)
 	}
 }

@@ -293,7 +293,7 @@ func (p *probePicker) bestCached(info *RequestInfo, s *Scratch, exclude []*Backe
 	}
 	var li LoadInput // requests mode reads the queue alone (and speeds)
 	if p.sc.pc.Load.Tokens {
-		li = briefLoadInput(p.sc.mem, &p.sc.pc.Load, info, briefs, now)
+		li = briefLoadInput(p.sc.mem, &p.sc.pc.Load, info, briefs)
 	} else if p.sc.pc.Load.SpeedBand >= 1 {
 		li.RefNs = p.sc.pc.Load.briefRefNs(briefs)
 	}

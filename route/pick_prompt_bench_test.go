@@ -54,10 +54,10 @@ func promptPicker(b testing.TB, mode string, n int, mods ...func(*PickerConfig))
 			be.state.PrefillDone(1000, time.Duration(100+i%3*10)*time.Millisecond, 1000)
 		}
 		// A learned decode speed and decodes in flight (seat time).
-		be.state.StartDecode(64, pickT0.Add(-3*time.Second))
-		be.state.EndDecode(64, pickT0.Add(-3*time.Second), 64, pickT0.Add(-2*time.Second))
+		be.state.DecodeSample(pickT0.Add(-3*time.Second), 64, pickT0.Add(-2*time.Second))
 		for k := range i % 3 {
-			be.state.StartDecode(int64(64*(k+1)), pickT0.Add(-time.Duration(k)*100*time.Millisecond))
+			tok, ns := int64(64*(k+1)), be.state.DecodeNs()
+			be.state.StartDecode(be.state.HoldSeat(tok, ns), tok, ns, pickT0.Add(-time.Duration(k)*100*time.Millisecond))
 		}
 	}
 	pc := testPickerConfig(config.PolicyProbe)
@@ -65,8 +65,11 @@ func promptPicker(b testing.TB, mode string, n int, mods ...func(*PickerConfig))
 	for _, m := range mods {
 		m(&pc)
 	}
-	if v := bs[n-1].state.View(pickT0, time.Second); v.NsPerToken <= 0 || v.PodNsPerToken <= 0 || v.Seats.NsPerToken <= 0 {
-		b.Fatalf("backend without every speed: learned %v, pod %v, decode %v", v.NsPerToken, v.PodNsPerToken, v.Seats.NsPerToken)
+	if v := bs[n-1].state.View(pickT0, time.Second); v.NsPerToken <= 0 || v.PodNsPerToken <= 0 || bs[n-1].state.DecodeNs() <= 0 {
+		b.Fatalf("backend without every speed: learned %v, pod %v, decode %v", v.NsPerToken, v.PodNsPerToken, bs[n-1].state.DecodeNs())
+	}
+	if seat := bs[1].state.SeatNs(pickT0); seat <= 0 {
+		b.Fatalf("backend 1 holds no seat time")
 	}
 	pk := mustPicker(b, pc, pool, Deps{Memory: mem, Rand: seeded(1), Now: pickNow, Prober: idleProber{}})
 	return pk, &rc.info, NewScratch()

@@ -204,7 +204,7 @@ func (sc *scorer) view(dst *probe.View, b *Backend, now time.Time) {
 // when the views are the backends' own states.
 func (sc *scorer) brief(dst *probe.Brief, b *Backend, now, cutoff time.Time) {
 	if sc.state {
-		b.state.BriefInto(dst, cutoff)
+		b.state.BriefInto(dst, now, cutoff)
 		return
 	}
 	v := sc.views.View(b, now, sc.pc.StaleAfter)
@@ -229,7 +229,7 @@ func (sc *scorer) best(info *RequestInfo, s *Scratch, bs []*Backend) (*Backend, 
 	adapter := info.ModelHash != 0 && sc.mem.adapters.Has(info.ModelHash)
 	blocks := info.Blocks[:info.NBlocks]
 	sat := &sc.pc.Saturation
-	li := loadInput(sc.mem, &sc.pc.Load, info, s.views, now)
+	li := loadInput(sc.mem, &sc.pc.Load, info, s.views)
 	for i, b := range bs {
 		v := &s.views[i]
 		c := Candidate{Index: i, KVUse: v.KVUse, Known: v.Source != probe.SourceLocal && v.Source != probe.SourceNone}
