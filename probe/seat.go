@@ -123,8 +123,11 @@ func seatLeftUs(w uint64, nowUs int64) int64 {
 // SeatNs returns the batch seat time, in nanoseconds, this proxy's
 // requests hold at the backend at now (see the account above): 0 when
 // none. Lock-free: one atomic load.
-func (s *State) SeatNs(now time.Time) float64 {
-	return float64(seatLeftUs(s.seat.Load(), now.UnixMicro())) * 1e3
+func (s *State) SeatNs(now time.Time) float64 { return s.seatNsAt(now.UnixMicro()) }
+
+// seatNsAt is SeatNs at nowUs, now in Unix microseconds.
+func (s *State) seatNsAt(nowUs int64) float64 {
+	return float64(seatLeftUs(s.seat.Load(), nowUs)) * 1e3
 }
 
 // DecodeNs returns the backend's learned decode time per output token, in

@@ -413,20 +413,22 @@ type Brief struct {
 }
 
 // BriefInto sets *b to the Brief of the View at now with staleAfter, given
-// cutoff = now.Add(-staleAfter): a report is fresh when its At is after
+// now as nowUs = now.UnixMicro() (the seat time's clock, read once by a
+// caller reading many backends) and cutoff = now.Add(-staleAfter): a
+// report is fresh when its At is after
 // cutoff, which is exactly View's "younger than staleAfter" (one time
 // comparison per backend instead of a subtraction, for a caller reading
 // many backends at one instant). It writes the fields in place rather
 // than returning a struct, which a caller reading many backends would
 // copy. It does not allocate and takes no lock.
-func (s *State) BriefInto(b *Brief, now, cutoff time.Time) {
+func (s *State) BriefInto(b *Brief, nowUs int64, cutoff time.Time) {
 	r := s.latest.Load() // before the counters: see counts
 	inflight, corr := s.counts(r)
 	b.PrefillTokens, b.DecodeTokens, b.NsPerToken = s.Work()
 	b.SpeedSamples = s.SpeedSamples()
 	b.PrefillRequests = int(max(s.prefillWaiting.Load(), 0))
 	b.PodNsPerToken, b.PodSeeded, b.ForeignShare = 0, false, 0
-	b.Seat = s.SeatNs(now)
+	b.Seat = s.seatNsAt(nowUs)
 	if r != nil {
 		b.PodNsPerToken, b.PodSeeded, b.ForeignShare = r.pod.ns, r.pod.seeded, r.foreign
 	}

@@ -61,7 +61,7 @@ func TestBriefEqualsView(t *testing.T) {
 			t.Fatalf("case %d: ViewInto over a used View %+v, View %+v", i, into, v)
 		}
 		got := Brief{Queue: -7, KVUse: 9, Waiting: 9, Source: SourceProbe, PrefillTokens: 1, DecodeTokens: 1, PrefillRequests: 1, NsPerToken: 1, ForeignShare: 0.5, Seat: 9}
-		s.BriefInto(&got, now, now.Add(-stale))
+		s.BriefInto(&got, now.UnixMicro(), now.Add(-stale))
 		want := v.Brief()
 		if got != want {
 			t.Fatalf("case %d: Brief %+v, View's %+v (view %+v)", i, got, want, v)

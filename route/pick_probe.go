@@ -227,6 +227,7 @@ func (p *probePicker) prefixHolder(info *RequestInfo, exclude []*Backend, now, c
 	var best *Backend
 	bestN, bestQ, ties := 0, 0.0, 0
 	r := p.sc.rand()
+	nowUs := now.UnixMicro()
 	x.Holders(blocks, func(b *Backend) bool {
 		if b == best || !b.Eligible() || contains(exclude, b) {
 			return b == best
@@ -236,7 +237,7 @@ func (p *probePicker) prefixHolder(info *RequestInfo, exclude []*Backend, now, c
 			return n > 0
 		}
 		var v probe.Brief
-		p.sc.brief(&v, b, now, cutoff)
+		p.sc.brief(&v, b, now, nowUs, cutoff)
 		q := v.Queue
 		switch {
 		case n > bestN || q < bestQ:
@@ -288,8 +289,9 @@ func (p *probePicker) bestCached(info *RequestInfo, s *Scratch, exclude []*Backe
 		return nil
 	}
 	briefs := s.memoBriefs[:len(scan)]
+	nowUs := now.UnixMicro()
 	for i, b := range scan {
-		p.sc.brief(&briefs[i], b, now, cutoff)
+		p.sc.brief(&briefs[i], b, now, nowUs, cutoff)
 	}
 	var li LoadInput // requests mode reads the queue alone (and speeds)
 	if p.sc.pc.Load.Tokens {
