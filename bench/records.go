@@ -102,7 +102,7 @@ func (a *arrivals) hook(servers []*vllmsim.Server, pod int) func(string) {
 					break
 				}
 				var br probe.Brief
-				b.State().BriefInto(&br, now.UnixMicro(), now.Add(-2*time.Second))
+				b.State().BriefInto(&br, now.Add(-2*time.Second))
 				ps := &rec.Pods[a.podOf[rep][k]]
 				ps.ViewQueue, ps.ViewPrefill, ps.ViewNs, ps.ViewPodNs = br.Queue, br.PrefillTokens, br.NsPerToken, br.PodNsPerToken
 				ps.ViewSamples, ps.ViewSeeded, ps.ViewForeign = br.SpeedSamples, br.PodSeeded, br.ForeignShare

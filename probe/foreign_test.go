@@ -72,7 +72,7 @@ func TestForeignShareCountsOnlyOtherClientsRequests(t *testing.T) {
 		t.Fatalf("a KV-only report and an empty queue moved the share from %v to %v", before, got)
 	}
 	var b Brief
-	shared.BriefInto(&b, at.UnixMicro(), at.Add(-time.Minute))
+	shared.BriefInto(&b, at.Add(-time.Minute))
 	if v := shared.View(at, time.Minute); v.ForeignShare != before || b.ForeignShare != before {
 		t.Fatalf("View.ForeignShare %v, Brief's %v, want %v", v.ForeignShare, b.ForeignShare, before)
 	}

@@ -86,7 +86,7 @@ func TestPodSpeedSurvivesReportsWithoutCounters(t *testing.T) {
 		t.Fatalf("stale view: source %v, pod speed %v; want local with the speed kept", v.Source, v.PodNsPerToken)
 	}
 	var b Brief
-	s.BriefInto(&b, t0.Add(time.Hour).UnixMicro(), t0.Add(time.Hour-time.Second))
+	s.BriefInto(&b, t0.Add(time.Hour-time.Second))
 	if b.PodNsPerToken != v.PodNsPerToken {
 		t.Fatalf("brief pod speed %v, view %v", b.PodNsPerToken, v.PodNsPerToken)
 	}
@@ -168,7 +168,7 @@ func TestPodSpeedSeededFromALongLivedPodsFirstReport(t *testing.T) {
 		t.Fatalf("long-lived pod's first report: speed %.0f ns a token, want 100,000 from its lifetime counters", ns)
 	}
 	var b Brief
-	s.BriefInto(&b, t0.UnixMicro(), t0.Add(-time.Minute))
+	s.BriefInto(&b, t0.Add(-time.Minute))
 	if v := s.View(t0, time.Minute); !v.PodSeeded || !b.PodSeeded {
 		t.Fatalf("long-lived pod: View.PodSeeded %v, Brief.PodSeeded %v, want true", v.PodSeeded, b.PodSeeded)
 	}

@@ -112,22 +112,23 @@ func (s *State) EndDecode(h SeatHold) {
 	}
 }
 
-// seatLeftUs is the seat time, in microseconds, the word w says is left at
-// nowUs (Unix µs): its sum less n x nowUs, modulo 2^48 and read as a signed
-// 48-bit number, never below 0.
-func seatLeftUs(w uint64, nowUs int64) int64 {
-	d := w>>seatCountBits - (w&seatCountMask)*uint64(nowUs)
+// Seats is a backend's seat account as of one read: the word described
+// above, copied with one atomic load (View.Seats, Brief.Seats).
+type Seats uint64
+
+// LeftUs returns the seat time, in microseconds, the account says is left
+// at nowUs (Unix µs): its sum less n x nowUs, modulo 2^48 and read as a
+// signed 48-bit number, never below 0.
+func (a Seats) LeftUs(nowUs int64) int64 {
+	d := uint64(a)>>seatCountBits - (uint64(a)&seatCountMask)*uint64(nowUs)
 	return max(int64(d<<seatCountBits)>>seatCountBits, 0)
 }
 
 // SeatNs returns the batch seat time, in nanoseconds, this proxy's
 // requests hold at the backend at now (see the account above): 0 when
 // none. Lock-free: one atomic load.
-func (s *State) SeatNs(now time.Time) float64 { return s.seatNsAt(now.UnixMicro()) }
-
-// seatNsAt is SeatNs at nowUs, now in Unix microseconds.
-func (s *State) seatNsAt(nowUs int64) float64 {
-	return float64(seatLeftUs(s.seat.Load(), nowUs)) * 1e3
+func (s *State) SeatNs(now time.Time) float64 {
+	return float64(Seats(s.seat.Load()).LeftUs(now.UnixMicro())) * 1e3
 }
 
 // DecodeNs returns the backend's learned decode time per output token, in

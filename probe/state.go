@@ -309,9 +309,10 @@ type View struct {
 	// that other clients sent (State.ForeignShare), kept when the report
 	// goes stale; 0 before any report with a queue.
 	ForeignShare float64
-	// Seat is the batch seat time, in nanoseconds, this proxy's requests
-	// hold there at now (State.SeatNs), kept when the report goes stale.
-	Seat float64
+	// Seats is the backend's batch seat account (see Seats) as of the
+	// read, kept when the report goes stale: Seats.LeftNs gives the seat
+	// time this proxy's requests hold there.
+	Seats Seats
 }
 
 // View returns the backend's load as of now. If the latest report is younger
@@ -342,7 +343,7 @@ func (s *State) ViewInto(v *View, now time.Time, staleAfter time.Duration) {
 	v.SpeedSamples = s.SpeedSamples()
 	v.PrefillRequests = int(max(s.prefillWaiting.Load(), 0))
 	v.PodNsPerToken, v.PodSeeded, v.ForeignShare = 0, false, 0
-	v.Seat = s.SeatNs(now)
+	v.Seats = Seats(s.seat.Load())
 	if r == nil {
 		return
 	}
@@ -409,26 +410,24 @@ type Brief struct {
 	SpeedSamples                int
 	PodSeeded                   bool
 	ForeignShare                float64
-	Seat                        float64
+	Seats                       Seats
 }
 
 // BriefInto sets *b to the Brief of the View at now with staleAfter, given
-// now as nowUs = now.UnixMicro() (the seat time's clock, read once by a
-// caller reading many backends) and cutoff = now.Add(-staleAfter): a
-// report is fresh when its At is after
+// cutoff = now.Add(-staleAfter): a report is fresh when its At is after
 // cutoff, which is exactly View's "younger than staleAfter" (one time
 // comparison per backend instead of a subtraction, for a caller reading
 // many backends at one instant). It writes the fields in place rather
 // than returning a struct, which a caller reading many backends would
 // copy. It does not allocate and takes no lock.
-func (s *State) BriefInto(b *Brief, nowUs int64, cutoff time.Time) {
+func (s *State) BriefInto(b *Brief, cutoff time.Time) {
 	r := s.latest.Load() // before the counters: see counts
 	inflight, corr := s.counts(r)
 	b.PrefillTokens, b.DecodeTokens, b.NsPerToken = s.Work()
 	b.SpeedSamples = s.SpeedSamples()
 	b.PrefillRequests = int(max(s.prefillWaiting.Load(), 0))
 	b.PodNsPerToken, b.PodSeeded, b.ForeignShare = 0, false, 0
-	b.Seat = s.seatNsAt(nowUs)
+	b.Seats = Seats(s.seat.Load())
 	if r != nil {
 		b.PodNsPerToken, b.PodSeeded, b.ForeignShare = r.pod.ns, r.pod.seeded, r.foreign
 	}
@@ -450,5 +449,5 @@ func (v *View) Brief() Brief {
 	return Brief{Queue: v.Queue, KVUse: v.KVUse, Waiting: v.Waiting, Source: v.Source,
 		PrefillTokens: v.PrefillTokens, DecodeTokens: v.DecodeTokens,
 		PrefillRequests: v.PrefillRequests, NsPerToken: v.NsPerToken, PodNsPerToken: v.PodNsPerToken,
-		SpeedSamples: v.SpeedSamples, PodSeeded: v.PodSeeded, ForeignShare: v.ForeignShare, Seat: v.Seat}
+		SpeedSamples: v.SpeedSamples, PodSeeded: v.PodSeeded, ForeignShare: v.ForeignShare, Seats: v.Seats}
 }

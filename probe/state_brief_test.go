@@ -60,8 +60,8 @@ func TestBriefEqualsView(t *testing.T) {
 		if !reflect.DeepEqual(into, v) {
 			t.Fatalf("case %d: ViewInto over a used View %+v, View %+v", i, into, v)
 		}
-		got := Brief{Queue: -7, KVUse: 9, Waiting: 9, Source: SourceProbe, PrefillTokens: 1, DecodeTokens: 1, PrefillRequests: 1, NsPerToken: 1, ForeignShare: 0.5, Seat: 9}
-		s.BriefInto(&got, now.UnixMicro(), now.Add(-stale))
+		got := Brief{Queue: -7, KVUse: 9, Waiting: 9, Source: SourceProbe, PrefillTokens: 1, DecodeTokens: 1, PrefillRequests: 1, NsPerToken: 1, ForeignShare: 0.5, Seats: 9}
+		s.BriefInto(&got, now.Add(-stale))
 		want := v.Brief()
 		if got != want {
 			t.Fatalf("case %d: Brief %+v, View's %+v (view %+v)", i, got, want, v)
@@ -77,7 +77,7 @@ func garbageView() View {
 	for i := range rv.NumField() {
 		f := rv.Field(i)
 		switch f.Kind() {
-		case reflect.Int, reflect.Int64, reflect.Uint8:
+		case reflect.Int, reflect.Int64, reflect.Uint8, reflect.Uint64:
 			if f.CanInt() {
 				f.SetInt(77)
 			} else {

@@ -21,8 +21,9 @@ import (
 //	          backend is believed to have cached) + DecodeWeight x this
 //	          proxy's expected output tokens in flight there
 //	seat    = the batch seat time this proxy's requests still hold there
-//	          (View.Seat: expected output tokens not yet produced x the
-//	          backend's learned ns per output token, probe.State.SeatNs)
+//	          (View.Seats at in.NowUs: expected output tokens not yet
+//	          produced x the backend's learned ns per output token, see
+//	          probe.State.SeatNs)
 //	queue   = RunningWeight x running + WaitingWeight x waiting
 //	          + (work x the backend's learned ns per token (the
 //	            candidates' mean when not learned yet) + SeatWeight x seat)
@@ -73,7 +74,7 @@ type LoadModel struct {
 	// speed ratio beyond which a backend's queue is scaled (0: never).
 	SpeedBand float64
 	// SeatWeight is route.load.seat_weight: the weight of the batch seat
-	// time this proxy's requests hold at a backend (View.Seat: their
+	// time this proxy's requests hold at a backend (View.Seats: their
 	// expected decode time not yet run, see probe.State.SeatNs), added to
 	// the expected time to first token.
 	SeatWeight float64
@@ -90,6 +91,9 @@ type LoadInput struct {
 	// RefNs is the reference nanoseconds per token (the mean learned speed
 	// of the candidates, > 0); a candidate with no learned speed uses it.
 	RefNs float64
+	// NowUs is the decision's instant in Unix microseconds, the clock of
+	// the candidates' seat accounts (probe.Seats.LeftUs).
+	NowUs int64
 }
 
 // Queue returns the candidate's queue for the scorers (see LoadModel).
@@ -130,7 +134,7 @@ func (m *LoadModel) BriefQueue(v *probe.Brief, in *LoadInput) float64 {
 	work := ahead + max(in.Own, 0) + m.DecodeWeight*decode
 	t := work * ns // expected time to first token, ns
 	if m.SeatWeight > 0 {
-		t += m.SeatWeight * v.Seat
+		t += m.SeatWeight * 1e3 * float64(v.Seats.LeftUs(in.NowUs)) // µs to ns
 	}
 	return m.RunningWeight*running + m.WaitingWeight*waiting + t/(in.RefNs*in.MeanPrompt)
 }

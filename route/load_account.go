@@ -157,14 +157,15 @@ func (m *Memory) endWork(b *Backend, w *workTicket, complete bool) {
 }
 
 // loadInput returns the request-wide part of LoadModel's input for one
-// decision over views under the load model lm: the router's mean prompt (this request's prompt, or
-// one token, before there is one) and the candidates' reference speed.
-// The caller sets Own per candidate.
-func loadInput(m *Memory, lm *LoadModel, info *RequestInfo, views []probe.View) LoadInput {
-	return LoadInput{MeanPrompt: m.book.MeanPrompt(float64(max(info.PromptTokens, 1))), RefNs: lm.RefNs(views)}
+// decision at now over views under the load model lm: the router's mean
+// prompt (this request's prompt, or one token, before there is one), the
+// candidates' reference speed and the instant. The caller sets Own per
+// candidate.
+func loadInput(m *Memory, lm *LoadModel, info *RequestInfo, views []probe.View, now time.Time) LoadInput {
+	return LoadInput{MeanPrompt: m.book.MeanPrompt(float64(max(info.PromptTokens, 1))), RefNs: lm.RefNs(views), NowUs: now.UnixMicro()}
 }
 
 // briefLoadInput is loadInput over briefs.
-func briefLoadInput(m *Memory, lm *LoadModel, info *RequestInfo, briefs []probe.Brief) LoadInput {
-	return LoadInput{MeanPrompt: m.book.MeanPrompt(float64(max(info.PromptTokens, 1))), RefNs: lm.briefRefNs(briefs)}
+func briefLoadInput(m *Memory, lm *LoadModel, info *RequestInfo, briefs []probe.Brief, now time.Time) LoadInput {
+	return LoadInput{MeanPrompt: m.book.MeanPrompt(float64(max(info.PromptTokens, 1))), RefNs: lm.briefRefNs(briefs), NowUs: now.UnixMicro()}
 }

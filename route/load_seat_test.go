@@ -28,8 +28,8 @@ func seatPool(t *testing.T, mem *Memory) (*Pool, []*Backend) {
 		w.sawBytes(b, []byte("data: {}\n\n"), start.Add(50*time.Millisecond))
 		w.sawBytes(b, []byte("data: {}\n\n"), start.Add(50*time.Millisecond+time.Second))
 		mem.endWork(b, &w, true)
-		if ns, v := b.State().DecodeNs(), b.State().View(pickT0, time.Second); ns < 9e6 || ns > 11e6 || v.Seat != 0 {
-			t.Fatalf("learned decode speed %v ns per token, seat time %v; want 1e7, 0", ns, v.Seat)
+		if ns, seat := b.State().DecodeNs(), b.State().SeatNs(pickT0); ns < 9e6 || ns > 11e6 || seat != 0 {
+			t.Fatalf("learned decode speed %v ns per token, seat time %v; want 1e7, 0", ns, seat)
 		}
 	}
 	long := RequestInfo{Stream: true, IgnoreEOS: true, MaxTokens: 220, PromptTokens: 300}
@@ -103,8 +103,9 @@ func TestSeatTimeDecaysAsDecodesRun(t *testing.T) {
 			t.Errorf("seat time %v after the first bytes: %.3g ns, want %.3g", c.after, got, c.want)
 		}
 	}
-	if v := st.View(pickT0.Add(time.Second), time.Second); v.Seat != st.SeatNs(pickT0.Add(time.Second)) {
-		t.Errorf("View.Seat %v, SeatNs %v", v.Seat, st.SeatNs(pickT0.Add(time.Second)))
+	at := pickT0.Add(time.Second)
+	if v := st.View(at, time.Second); float64(v.Seats.LeftUs(at.UnixMicro()))*1e3 != st.SeatNs(at) {
+		t.Errorf("View.Seats says %v µs left, SeatNs %v ns", v.Seats.LeftUs(at.UnixMicro()), st.SeatNs(at))
 	}
 	// A request not yet past its first byte holds its whole output: 100
 	// tokens x 10 ms.

@@ -227,7 +227,6 @@ func (p *probePicker) prefixHolder(info *RequestInfo, exclude []*Backend, now, c
 	var best *Backend
 	bestN, bestQ, ties := 0, 0.0, 0
 	r := p.sc.rand()
-	nowUs := now.UnixMicro()
 	x.Holders(blocks, func(b *Backend) bool {
 		if b == best || !b.Eligible() || contains(exclude, b) {
 			return b == best
@@ -237,7 +236,7 @@ func (p *probePicker) prefixHolder(info *RequestInfo, exclude []*Backend, now, c
 			return n > 0
 		}
 		var v probe.Brief
-		p.sc.brief(&v, b, now, nowUs, cutoff)
+		p.sc.brief(&v, b, now, cutoff)
 		q := v.Queue
 		switch {
 		case n > bestN || q < bestQ:
@@ -289,13 +288,12 @@ func (p *probePicker) bestCached(info *RequestInfo, s *Scratch, exclude []*Backe
 		return nil
 	}
 	briefs := s.memoBriefs[:len(scan)]
-	nowUs := now.UnixMicro()
 	for i, b := range scan {
-		p.sc.brief(&briefs[i], b, now, nowUs, cutoff)
+		p.sc.brief(&briefs[i], b, now, cutoff)
 	}
 	var li LoadInput // requests mode reads the queue alone (and speeds)
 	if p.sc.pc.Load.Tokens {
-		li = briefLoadInput(p.sc.mem, &p.sc.pc.Load, info, briefs)
+		li = briefLoadInput(p.sc.mem, &p.sc.pc.Load, info, briefs, now)
 	} else if p.sc.pc.Load.SpeedBand >= 1 {
 		li.RefNs = p.sc.pc.Load.briefRefNs(briefs)
 	}

@@ -68,7 +68,7 @@ func promptPicker(b testing.TB, mode string, n int, mods ...func(*PickerConfig))
 	if v := bs[n-1].state.View(pickT0, time.Second); v.NsPerToken <= 0 || v.PodNsPerToken <= 0 || bs[n-1].state.DecodeNs() <= 0 {
 		b.Fatalf("backend without every speed: learned %v, pod %v, decode %v", v.NsPerToken, v.PodNsPerToken, bs[n-1].state.DecodeNs())
 	}
-	if seat := bs[1].state.SeatNs(pickT0); seat <= 0 {
+	if bs[1].state.SeatNs(pickT0) <= 0 {
 		b.Fatalf("backend 1 holds no seat time")
 	}
 	pk := mustPicker(b, pc, pool, Deps{Memory: mem, Rand: seeded(1), Now: pickNow, Prober: idleProber{}})

@@ -199,12 +199,12 @@ func (sc *scorer) view(dst *probe.View, b *Backend, now time.Time) {
 	*dst = sc.views.View(b, now, sc.pc.StaleAfter)
 }
 
-// brief sets *dst to b's load fields at now (nowUs is now.UnixMicro(),
-// cutoff now less scrape.stale_after): those of its View, read without
-// building the View when the views are the backends' own states.
-func (sc *scorer) brief(dst *probe.Brief, b *Backend, now time.Time, nowUs int64, cutoff time.Time) {
+// brief sets *dst to b's load fields at now (cutoff is now less
+// scrape.stale_after): those of its View, read without building the View
+// when the views are the backends' own states.
+func (sc *scorer) brief(dst *probe.Brief, b *Backend, now, cutoff time.Time) {
 	if sc.state {
-		b.state.BriefInto(dst, nowUs, cutoff)
+		b.state.BriefInto(dst, cutoff)
 		return
 	}
 	v := sc.views.View(b, now, sc.pc.StaleAfter)
@@ -229,7 +229,7 @@ func (sc *scorer) best(info *RequestInfo, s *Scratch, bs []*Backend) (*Backend, 
 	adapter := info.ModelHash != 0 && sc.mem.adapters.Has(info.ModelHash)
 	blocks := info.Blocks[:info.NBlocks]
 	sat := &sc.pc.Saturation
-	li := loadInput(sc.mem, &sc.pc.Load, info, s.views)
+	li := loadInput(sc.mem, &sc.pc.Load, info, s.views, now)
 	for i, b := range bs {
 		v := &s.views[i]
 		c := Candidate{Index: i, KVUse: v.KVUse, Known: v.Source != probe.SourceLocal && v.Source != probe.SourceNone}
