@@ -118,3 +118,30 @@ func TestSeatTimeDecaysAsDecodesRun(t *testing.T) {
 		t.Errorf("seat time after the request that had not started ended: %.3g ns, want 4.4e9", got)
 	}
 }
+
+// TestSeatTimeIsPricedAtTheProxyMeanBeforeTheBackendHasASpeed: a backend
+// this proxy has not timed a decode at yet prices a request's seat time
+// at the mean decode speed of the backends it has timed, rather than
+// counting none (which would make a new backend look free of long
+// decodes).
+func TestSeatTimeIsPricedAtTheProxyMeanBeforeTheBackendHasASpeed(t *testing.T) {
+	mem := &Memory{}
+	_, bs := testPool(2)
+	info := RequestInfo{Stream: true, IgnoreEOS: true, MaxTokens: 101, PromptTokens: 300}
+	start := pickT0.Add(-3 * time.Second)
+	w := mem.beginWork(&info, bs[0], 256, 128, start)
+	if got := bs[0].State().SeatNs(start); got != 0 {
+		t.Fatalf("seat time %v before any decode speed is known, want 0", got)
+	}
+	w.sawBytes(bs[0], []byte("data: {}\n\n"), start.Add(50*time.Millisecond))
+	w.sawBytes(bs[0], []byte("data: {}\n\n"), start.Add(50*time.Millisecond+time.Second)) // 10 ms per token
+	mem.endWork(bs[0], &w, true)
+	if ns := bs[1].State().DecodeNs(); ns != 0 {
+		t.Fatalf("backend 1 learned %v ns per token from backend 0's stream", ns)
+	}
+	w = mem.beginWork(&RequestInfo{Stream: true, IgnoreEOS: true, MaxTokens: 100, PromptTokens: 300}, bs[1], 256, 128, pickT0)
+	if got := bs[1].State().SeatNs(pickT0); got < 0.99e9 || got > 1.01e9 {
+		t.Fatalf("100 tokens at a backend with no decode speed yet: seat time %.3g ns, want 1e9 (the proxy's mean)", got)
+	}
+	mem.endWork(bs[1], &w, false)
+}
