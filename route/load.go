@@ -133,7 +133,7 @@ func (m *LoadModel) BriefQueue(v *probe.Brief, in *LoadInput) float64 {
 	}
 	work := ahead + max(in.Own, 0) + m.DecodeWeight*decode
 	t := work * ns // expected time to first token, ns
-	if m.SeatWeight > 0 {
+	if m.SeatWeight > 0 && v.Seats != 0 { // 0: no request of this proxy there
 		t += m.SeatWeight * 1e3 * float64(v.Seats.LeftUs(in.NowUs)) // µs to ns
 	}
 	return m.RunningWeight*running + m.WaitingWeight*waiting + t/(in.RefNs*in.MeanPrompt)
