@@ -132,7 +132,7 @@ func (m *LoadModel) BriefQueue(v *probe.Brief, in *LoadInput) float64 {
 		ns = in.RefNs
 	}
 	work := ahead + max(in.Own, 0) + m.DecodeWeight*decode
-	t := work * ns // expected time to first token, ns
+	t := work * ns                        // expected time to first token, ns
 	if m.SeatWeight > 0 && v.Seats != 0 { // 0: no request of this proxy there
 		t += m.SeatWeight * 1e3 * float64(v.Seats.LeftUs(in.NowUs)) // µs to ns
 	}
