@@ -61,12 +61,24 @@ func TestOpenLoopMaxWorkersFixesTheConnections(t *testing.T) {
 // connection the warm-up opened, instead of each run starting by opening
 // its connections (at 10k req/s, 241-512 of them in the first 0.5 s,
 // which set every target's p99).
+//
+// The run's first request is vegeta's seq 0 (its X-Vegeta-Seq header), not
+// the first the server happens to see: a starved generator sends its first
+// requests at once to catch up, they go out on several connections, and
+// the server's handlers run in any order. Taking the server's first (as
+// before) failed 1 of 5 runs under starve.sh 2 0 0 (GOMAXPROCS=1 beside 2
+// busy loops); under 3 busy loops the server saw another request before
+// seq 0 in 22 of 60 runs.
 func TestOpenLoopWarmUpOpensTheConnectionsBeforeTheRun(t *testing.T) {
 	var mu sync.Mutex
 	var peers []string
+	var first string // the connection of the run's first request (vegeta's seq 0)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		peers = append(peers, r.RemoteAddr)
+		if r.Header.Get("X-Vegeta-Attack") == "overhead" && r.Header.Get("X-Vegeta-Seq") == "0" {
+			first = r.RemoteAddr
+		}
 		mu.Unlock()
 		_, _ = w.Write([]byte(`{}`))
 	}))
@@ -90,7 +102,7 @@ func TestOpenLoopWarmUpOpensTheConnectionsBeforeTheRun(t *testing.T) {
 	for _, p := range peers[:warm] {
 		seen[p] = true
 	}
-	if first := peers[warm]; !seen[first] {
+	if !seen[first] {
 		t.Errorf("the run's first request came on a new connection (%s), not one of the warm-up's %d", first, len(seen))
 	}
 }
