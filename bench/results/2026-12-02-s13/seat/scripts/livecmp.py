@@ -1,0 +1,20 @@
+# usage: livecmp.py HOLDDIR...: per hold and binary (HOLD/base, HOLD/new), pooled p99 TTFT per policy, per-seed p99,
+# errors, probes per request; probe / round_robin and probe / cached pooled and per seed; then new/base probe per seed over all holds
+import json, sys, math, os
+def load(p):
+    r = json.load(open(os.path.join(p, 'results.json')))
+    return {s['name']: s for s in r['scenarios'][0]['strategies']}, r['scenarios'][0]['params']['offered_rps']
+def gm(xs): return math.exp(sum(map(math.log, xs)) / len(xs))
+per = []
+for h in sys.argv[1:]:
+    for v in ('base', 'new'):
+        s, rps = load(os.path.join(h, v))
+        print('%s %s (offered %.2f rps): ' % (h, v, rps) + '  '.join('%s %.0f %s err %d ppr %.2f' % (n, x['ttft_ms']['p99'], [round(y) for y in x['ttft_p99_by_seed']], x['errors'], x.get('probes_per_request', 0)) for n, x in s.items()))
+        pr = s['probe']
+        for rival in ('round_robin', 'cached'):
+            ps = [a / b for a, b in zip(pr['ttft_p99_by_seed'], s[rival]['ttft_p99_by_seed'])]
+            print('   probe/%s pooled %.3f, per seed %s (geomean %.3f, worse in %d of %d)' % (rival, pr['ttft_ms']['p99'] / s[rival]['ttft_ms']['p99'], ' '.join('%.3f' % x for x in ps), gm(ps), sum(x > 1 for x in ps), len(ps)))
+    b, _ = load(os.path.join(h, 'base')); n, _ = load(os.path.join(h, 'new'))
+    per += [y / x for x, y in zip(b['probe']['ttft_p99_by_seed'], n['probe']['ttft_p99_by_seed'])]
+    print('   probe new/base pooled %.3f' % (n['probe']['ttft_ms']['p99'] / b['probe']['ttft_ms']['p99']))
+print('probe new/base per seed over all holds: %s, geomean %.3f (%d lower of %d)' % (' '.join('%.3f' % x for x in per), gm(per), sum(x < 1 for x in per), len(per)))
