@@ -48,8 +48,9 @@ const (
 	// minDecodeSample is the least output tokens a completed stream must
 	// have produced to give a decode speed sample.
 	minDecodeSample = 8
-	// decodeAlpha is the weight of one sample in the learned decode speed.
-	decodeAlpha = 0.1
+	// DecodeAlpha is the weight of one sample in the learned decode speed
+	// (a backend's here; the proxy-wide mean in route uses it too).
+	DecodeAlpha = 0.1
 	// decodeMaxNs bounds a sample (one token per second): a stream the
 	// client read slowly is not a decode speed.
 	decodeMaxNs = 1e9
@@ -89,8 +90,8 @@ func (s *State) HoldSeat(tokens int64, ns float64) SeatHold {
 // request holds nothing from now on.
 func (s *State) StartDecode(h SeatHold, tokens int64, ns float64, t time.Time) SeatHold {
 	var next SeatHold
-	if d := decodeUs(tokens, ns); ns > 0 {
-		next = SeatHold(uint64(t.UnixMicro()+d)<<seatCountBits + 1)
+	if ns > 0 {
+		next = SeatHold(uint64(t.UnixMicro()+decodeUs(tokens, ns))<<seatCountBits + 1)
 	}
 	for {
 		old := s.seat.Load()
@@ -139,7 +140,7 @@ func (s *State) DecodeNs() float64 { return math.Float64frombits(s.decodeNs.Load
 // first and its last at last, having produced produced output tokens (at
 // least minDecodeSample): (last - first) / (produced - 1) nanoseconds per
 // token, folded into the backend's learned decode speed with weight
-// decodeAlpha. It returns the sample, or 0 when the stream gives none
+// DecodeAlpha. It returns the sample, or 0 when the stream gives none
 // (too short, every byte at once, or slower than decodeMaxNs per token).
 func (s *State) DecodeSample(first time.Time, produced int, last time.Time) float64 {
 	if produced < minDecodeSample || !last.After(first) {
@@ -153,7 +154,7 @@ func (s *State) DecodeSample(first time.Time, produced int, last time.Time) floa
 		old := s.decodeNs.Load()
 		next := ns
 		if old != 0 {
-			next = math.Float64frombits(old) + decodeAlpha*(ns-math.Float64frombits(old))
+			next = math.Float64frombits(old) + DecodeAlpha*(ns-math.Float64frombits(old))
 		}
 		if s.decodeNs.CompareAndSwap(old, math.Float64bits(next)) {
 			return ns

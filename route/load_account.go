@@ -27,10 +27,6 @@ type loadBook struct {
 	decodeNs ewma
 }
 
-// decodeAlpha is the weight of each sample in the proxy-wide decode speed
-// (loadBook.decodeNs), as in a backend's own.
-const decodeAlpha = 0.1
-
 // decodeNsAt returns the decode time per output token to price a request's
 // seat time at b with: b's learned one, else the proxy-wide mean of every
 // backend's samples, else 0 (none known: the request holds no seat time).
@@ -147,7 +143,7 @@ func (m *Memory) endWork(b *Backend, w *workTicket, complete bool) {
 			produced = w.frames - 1
 		}
 		if ns := b.state.DecodeSample(w.first, produced, w.last); ns > 0 {
-			m.book.decodeNs.observe(ns, decodeAlpha)
+			m.book.decodeNs.observe(ns, probe.DecodeAlpha)
 		}
 	}
 	if w.observe && complete && w.frames > 1 {
