@@ -17,7 +17,9 @@ type RequestInfo struct {
 	Model []byte
 	// ModelHash is xxhash(Model), used for LoRA affinity; 0 when Model is empty.
 	ModelHash uint64
-	// Stream is the request's "stream" flag.
+	// Stream is the request's "stream" flag, where the model server reads
+	// one: the handler clears it for a path that never streams
+	// (streamsAt).
 	Stream bool
 	// Blocks holds the chained hashes of the prompt prefix, one per
 	// route.prefix.block_chars characters, in order; NBlocks are valid.
@@ -346,4 +348,23 @@ func hashBlocks(text []byte, blockChars int, seed uint64, out []uint64) int {
 		n++
 	}
 	return n
+}
+
+// streamsAt reports whether vLLM answers a request to path (as forwarded)
+// with a stream when its body says "stream": true: its generation
+// endpoints. The others (embeddings, pooling, classify, score, rerank,
+// tokenize, detokenize) read no such field and answer whole, their head
+// coming only once their work is done, whose size the client chooses; a
+// flag the proxy believed there made their first-byte timeout count as a
+// stream's, always against the backend (firstByteTimeoutOutcome), so that a
+// client's long requests with "stream": true opened a working pod's
+// breaker. A path not listed (a custom route.allow_paths) is judged a
+// non-stream answer's way, the lenient one.
+func streamsAt(path []byte) bool {
+	switch string(path) {
+	case "/v1/completions", "/v1/chat/completions", "/v1/responses",
+		"/v1/audio/transcriptions", "/v1/audio/translations":
+		return true
+	}
+	return false
 }

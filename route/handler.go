@@ -138,6 +138,9 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	rc.ex.Extract(body, rt.blockChars, rt.maxBlocks, &rc.info)
+	if rc.info.Stream && !streamsAt(ctx.Request.URI().Path()) {
+		rc.info.Stream = false // the answer comes whole (streamsAt)
+	}
 
 	req := &ctx.Request
 	idReplaced := p.cleanRequest(ctx, rc, fields)
