@@ -1,0 +1,3 @@
+module probegate-epollspike
+
+go 1.26
