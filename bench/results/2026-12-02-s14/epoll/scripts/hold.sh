@@ -22,6 +22,7 @@ for t in $TARGETS; do
   spike0) /tmp/ep14/spike -listen 127.0.0.1:$port -poll0 & PORT[$t]=$port;;     # + raw non-blocking wait first
   spikeg3) GOMAXPROCS=3 /tmp/ep14/spike -loops 2 -listen 127.0.0.1:$port & PORT[$t]=$port;; # a spare P
   spikeraw) /tmp/ep14/spike -listen 127.0.0.1:$port -rawwait & PORT[$t]=$port;; # raw blocking wait
+  spikechk) /tmp/ep14/spike -listen 127.0.0.1:$port -rawwait -check & PORT[$t]=$port;; # + the guard's peek before a reuse
   esac
   PID[$t]=$!; port=$((port+1))
 done

@@ -21,9 +21,10 @@ var (
 	resp502 = errResp(502, "Bad Gateway", "upstream failed", "BadGatewayError")
 )
 
-// errResp is a closing answer with vLLM's JSON error envelope.
+// errResp is a closing answer with the error envelope probegate sends
+// (OpenAI's, as vLLM sends it).
 func errResp(code int, reason, msg, typ string) []byte {
-	body := `{"object":"error","message":"` + msg + `","type":"` + typ + `","param":null,"code":` + strconv.Itoa(code) + `}`
+	body := `{"error":{"message":"` + msg + `","type":"` + typ + `","param":null,"code":` + strconv.Itoa(code) + `}}`
 	return []byte("HTTP/1.1 " + strconv.Itoa(code) + " " + reason + "\r\nContent-Type: application/json\r\nContent-Length: " +
 		strconv.Itoa(len(body)) + "\r\nConnection: close\r\n\r\n" + body)
 }

@@ -48,6 +48,7 @@ type loop struct {
 	epfd, lfd int
 	poll0     bool
 	rawWait   bool
+	check     bool // peek an idle upstream socket before reusing it
 	conns     []*conn
 	idle      [][]*conn
 	bes       []*backend
@@ -55,8 +56,8 @@ type loop struct {
 	events    []syscall.EpollEvent
 }
 
-func newLoop(addr *syscall.SockaddrInet4, bes []*backend, poll0, rawWait bool) (*loop, error) {
-	l := &loop{bes: bes, poll0: poll0, rawWait: rawWait, idle: make([][]*conn, len(bes)), events: make([]syscall.EpollEvent, 256)}
+func newLoop(addr *syscall.SockaddrInet4, bes []*backend, poll0, rawWait, check bool) (*loop, error) {
+	l := &loop{bes: bes, poll0: poll0, rawWait: rawWait, check: check, idle: make([][]*conn, len(bes)), events: make([]syscall.EpollEvent, 256)}
 	var err error
 	if l.lfd, err = syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_NONBLOCK|syscall.SOCK_CLOEXEC, 0); err != nil {
 		return nil, err

@@ -36,6 +36,7 @@ func main() {
 	loops := flag.Int("loops", runtime.GOMAXPROCS(0), "event loops (one OS thread each)")
 	poll0 := flag.Bool("poll0", false, "try a non-blocking epoll_wait (raw, no scheduler hand-off) before the blocking one")
 	rawWait := flag.Bool("rawwait", false, "block in a raw epoll_wait (10 ms timeout) that keeps the P, instead of syscall.EpollWait")
+	check := flag.Bool("check", false, "before reusing an idle upstream connection, peek it (recv MSG_PEEK|MSG_DONTWAIT must find nothing): the upstream guard's check")
 	flag.Parse()
 
 	var bes []*backend
@@ -53,7 +54,7 @@ func main() {
 	raiseNoFile()
 	errc := make(chan error, *loops)
 	for i := range *loops {
-		l, err := newLoop(lsa, bes, *poll0, *rawWait)
+		l, err := newLoop(lsa, bes, *poll0, *rawWait, *check)
 		if err != nil {
 			fatal(err)
 		}

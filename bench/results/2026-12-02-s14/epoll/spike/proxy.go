@@ -2,6 +2,7 @@ package main
 
 import (
 	"syscall"
+	"unsafe"
 )
 
 // clientEvent handles readiness on a client socket. hup reports the
@@ -103,10 +104,16 @@ func (l *loop) pick() int {
 // upstream returns an idle keep-alive connection to backend be, or dials
 // a new one.
 func (l *loop) upstream(be int) *conn {
-	if p := l.idle[be]; len(p) > 0 {
+	for p := l.idle[be]; len(p) > 0; p = l.idle[be] {
 		u := p[len(p)-1]
 		l.idle[be] = p[:len(p)-1]
 		u.idle = false
+		if l.check && !quiet(u.fd) {
+			// Bytes or a close arrived after the loop's last wait: the
+			// event for them is still in the kernel's ready list.
+			l.close(u)
+			continue
+		}
 		return u
 	}
 	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_NONBLOCK|syscall.SOCK_CLOEXEC, 0)
@@ -303,4 +310,15 @@ func (l *loop) retireIdle(u *conn) {
 	}
 	u.idle = false
 	l.close(u)
+}
+
+// quiet reports whether an idle upstream socket has neither unread bytes
+// nor a FIN (recv with MSG_PEEK|MSG_DONTWAIT finds nothing): the upstream
+// guard's check before a reuse, as one system call. The loop's epoll set
+// already retires a socket whose input it has seen; this closes the
+// window between the last epoll_wait and the reuse.
+func quiet(fd int) bool {
+	var b [1]byte
+	_, _, e := syscall.RawSyscall6(syscall.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), 1, syscall.MSG_PEEK|syscall.MSG_DONTWAIT, 0, 0)
+	return e == syscall.EAGAIN
 }
