@@ -37,6 +37,7 @@ func main() {
 	poll0 := flag.Bool("poll0", false, "try a non-blocking epoll_wait (raw, no scheduler hand-off) before the blocking one")
 	rawWait := flag.Bool("rawwait", false, "block in a raw epoll_wait (10 ms timeout) that keeps the P, instead of syscall.EpollWait")
 	check := flag.Bool("check", false, "before reusing an idle upstream connection, peek it (recv MSG_PEEK|MSG_DONTWAIT must find nothing): the upstream guard's check")
+	bg := flag.Duration("bg", 0, "run background(): a timer goroutine forcing a GC every period, reporting timer lateness and GC time on SIGTERM")
 	flag.Parse()
 
 	var bes []*backend
@@ -60,6 +61,9 @@ func main() {
 		}
 		l.rr = i
 		go func() { errc <- l.run() }()
+	}
+	if *bg > 0 {
+		go background(*bg)
 	}
 	fatal(<-errc)
 }
