@@ -1,5 +1,5 @@
 #!/bin/bash
-# hold.sh ROUNDS: the targets named in TARGETS (default nginx pg spike spike0; see the case below:
+# hold.sh ROUNDS: the targets named in TARGETS (default nginx pg spike spike0; see targets.sh:
 # nginx 2 workers least_conn keepalive, probegate least_inflight main fb54b15, spike variants), all idle at once; per round each target in turn
 # (order rotated every round): wrk -t2 -c64 -d8s --latency POST, then vegeta 10k req/s for 3 s after an
 # unmeasured 1 s at 10k on the same keep-alive connections. CPU us/req = utime+stime of the target's
@@ -9,25 +9,8 @@ cd /tmp/ep14
 R=${1:-3}
 TARGETS=${TARGETS:-"nginx pg spike spike0"}
 echo "uptime start: $(date -u +%T) $(uptime) autogroup=$(cat /proc/self/autogroup)"
-./up.sh start
-mkdir -p /tmp/ep14/ng
-declare -A PID PORT
-port=18290
-set -m
-for t in $TARGETS; do
-  case $t in
-  nginx) nginx -p /tmp/ep14/ng -e /tmp/ep14/ng/error.log -c /tmp/ep14/nginx.conf & PORT[$t]=18280;;
-  pg) /tmp/ep14/pg -config /tmp/ep14/pg.yaml >/tmp/ep14/pg.log 2>&1 & PORT[$t]=18281;;
-  spike) /tmp/ep14/spike -listen 127.0.0.1:$port & PORT[$t]=$port;;             # 2 loops, syscall.EpollWait
-  spike0) /tmp/ep14/spike -listen 127.0.0.1:$port -poll0 & PORT[$t]=$port;;     # + raw non-blocking wait first
-  spikeg3) GOMAXPROCS=3 /tmp/ep14/spike -loops 2 -listen 127.0.0.1:$port & PORT[$t]=$port;; # a spare P
-  spikeraw) /tmp/ep14/spike -listen 127.0.0.1:$port -rawwait & PORT[$t]=$port;; # raw blocking wait
-  spikechk) /tmp/ep14/spike -listen 127.0.0.1:$port -rawwait -check & PORT[$t]=$port;; # + the guard's peek before a reuse
-  esac
-  PID[$t]=$!; port=$((port+1))
-done
-set +m
-for t in $TARGETS; do for i in $(seq 50); do curl -s -o /dev/null -XPOST 127.0.0.1:${PORT[$t]}/v1/completions -d '{}' && break; sleep 0.1; done; done
+. ./targets.sh
+start_targets
 tck=$(getconf CLK_TCK)
 gcpu() { local s=0; for p in $(pgrep -g $1); do v=$(awk '{print $14+$15}' /proc/$p/stat 2>/dev/null); s=$((s+${v:-0})); done; echo $s; }
 ms() { awk '{v=$1; if (v ~ /us$/) {sub(/us/,"",v); v/=1000} else if (v ~ /ms$/) {sub(/ms/,"",v)} else if (v ~ /s$/) {sub(/s/,"",v); v*=1000}; printf "%.2f", v}'; }
@@ -70,6 +53,5 @@ for t in $TARGETS; do
   awk -F, -v n=$n -v name=$t -v tag=${VEG:+veg} '$1 ~ /^[0-9]+$/ {ev=$3; if ($3 ~ /read/ && prev ~ /sys_enter_read/ ) ev="read_EAGAIN"; prev=$3; printf "perf%s %s %s %.3f/req\n", tag, name, ev, $1/n}' /tmp/ep14/perf-$t.txt
 done
 fi
-for t in $TARGETS; do kill ${PID[$t]}; done; wait 2>/dev/null
-./up.sh stop
+stop_targets
 echo "uptime end: $(date -u +%T) $(uptime)"
