@@ -150,11 +150,13 @@ func (a *allowList) check(method, path []byte) (status int, allow string) {
 // returns needs no re-encoding: it is forwarded as is.
 func normalizePath(dst, target []byte) (path, query []byte, ok bool) {
 	if i := schemeEnd(target); i > 0 {
+		// The authority ends at the first "/", "?" or "#" (RFC 3986
+		// section 3.2): a "?" or "#" there leaves the path empty.
 		target = target[i:]
-		j := bytes.IndexAny(target, "/?")
+		j := bytes.IndexAny(target, "/?#")
 		if j < 0 {
 			target = []byte("/")
-		} else if target[j] == '?' {
+		} else if target[j] != '/' {
 			return nil, nil, false
 		} else {
 			target = target[j:]
