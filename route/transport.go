@@ -2,6 +2,7 @@ package route
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"net"
 	"sync"
@@ -198,21 +199,72 @@ type keyedConn struct {
 func (c keyedConn) LocalAddr() net.Addr { return c.local }
 
 // readHead reads a response head into h, skipping interim (1xx) heads
-// other than 101, as fasthttp's Response.ReadLimitBody does.
+// other than 101, as fasthttp's Response.ReadLimitBody does. A status code
+// outside 100-599 (RFC 9110 section 15) is errBadStatus: fasthttp reads
+// "000" as no code at all and reports it as 200 (ResponseHeader.StatusCode),
+// so statusZero looks at the line itself first.
 func readHead(h *fasthttp.ResponseHeader, br *bufio.Reader) error {
-	if err := h.Read(br); err != nil {
-		return err
-	}
 	for n := 0; ; n++ {
-		if s := h.StatusCode(); s < 100 || s > 199 || s == fasthttp.StatusSwitchingProtocols {
-			return nil
-		}
-		if n >= maxInterimHeads {
-			return errInterimHeads
-		}
+		zero := statusZero(br)
 		if err := h.Read(br); err != nil {
 			return err
 		}
+		s := h.StatusCode()
+		switch {
+		case zero || s < 100 || s > 599:
+			return errBadStatus
+		case s > 199 || s == fasthttp.StatusSwitchingProtocols:
+			return nil
+		case n >= maxInterimHeads:
+			return errInterimHeads
+		}
+	}
+}
+
+// errBadStatus: a response status code outside 100-599.
+var errBadStatus = errors.New("upstream status code outside 100-599")
+
+// statusZero reports whether the status line br holds next, as fasthttp
+// parses it (empty lines before it skipped, spaces after the version),
+// has the code "000". It waits for no byte h.Read would not wait for: the
+// line's end, which h.Read needs too; a line longer than br's buffer is
+// h.Read's to refuse.
+func statusZero(br *bufio.Reader) bool {
+	if _, err := br.Peek(1); err != nil {
+		return false
+	}
+	b, _ := br.Peek(br.Buffered())
+	start, from := 0, 0 // the line under way begins at start; b[start:from] holds no LF
+	for {
+		i := bytes.IndexByte(b[from:], '\n')
+		if i < 0 {
+			// The line goes on past what arrived: wait for more, as
+			// h.Read would.
+			if len(b) >= br.Size() {
+				return false
+			}
+			if _, err := br.Peek(len(b) + 1); err != nil {
+				return false
+			}
+			from = len(b)
+			b, _ = br.Peek(br.Buffered())
+			continue
+		}
+		end := from + i
+		line := b[start:end]
+		if len(line) > 0 && line[len(line)-1] == '\r' {
+			line = line[:len(line)-1]
+		}
+		if len(line) == 0 {
+			start, from = end+1, end+1 // an empty line, which fasthttp skips
+			continue
+		}
+		sp := bytes.IndexByte(line, ' ')
+		if sp < 0 {
+			return false
+		}
+		code := bytes.TrimLeft(line[sp+1:], " ")
+		return len(code) >= 3 && string(code[:3]) == "000" && (len(code) == 3 || code[3] == ' ')
 	}
 }
 
