@@ -16,6 +16,7 @@ start_targets() {
     spikeg3) GOMAXPROCS=3 /tmp/ep14/spike -loops 2 -listen 127.0.0.1:$port & PORT[$t]=$port;; # a spare P
     spikeraw) /tmp/ep14/spike -listen 127.0.0.1:$port -rawwait & PORT[$t]=$port;; # raw blocking wait
     spikechk) /tmp/ep14/spike -listen 127.0.0.1:$port -rawwait -check & PORT[$t]=$port;; # + the guard's peek before a reuse
+    spikeprod) GOMAXPROCS=3 /tmp/ep14/spike -loops 2 -listen 127.0.0.1:$port -rawwait -check & PORT[$t]=$port;; # the sketch's shape: a spare P, raw waits, the peek
     esac
     PID[$t]=$!; port=$((port+1))
   done
