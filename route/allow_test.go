@@ -180,7 +180,34 @@ func TestAllowPathsTricks(t *testing.T) {
 		{"HTTPS://gw/start_profile", 404, ""},
 		{"http://gw?/v1/completions", 404, ""},
 		{"*", 400, ""}, // refused before routing
+		// Added red-teaming in session 14: path parameters, encoded
+		// separators, overlong and bidi UTF-8, encoded whitespace, a
+		// trailing dot, 2,000 segments climbed back out of.
+		{"/v1/completions;/../../metrics", 404, ""},
+		{"/v1/completions/..;/metrics", 404, ""},
+		{"/v1/completions;x", 404, ""},
+		{"/v1/completions%3b", 404, ""},
+		{"/v1/completions%23/../../metrics", 404, ""},
+		{"/v1/completions%2F", 404, ""},
+		{"/v1/models/..%5c..%5cmetrics", 404, ""},
+		{"/v1/%c0%ae%c0%ae/metrics", 404, ""}, // overlong "."
+		{"/v1/%e2%80%ae", 404, ""},            // U+202E
+		{"/v1/completions%20", 404, ""},
+		{"/v1/completions%09", 404, ""},
+		{"/v1/completions.", 404, ""},
+		{"/./metrics", 404, ""},
+		{"/" + strings.Repeat("a/", 2000) + strings.Repeat("../", 2000) + "metrics", 404, ""},
+		// The authority of an absolute URI ends at "/", "?" or "#" (RFC
+		// 3986 section 3.2): here it is "gw", the path empty and the rest
+		// a fragment, which no request target carries (RFC 9112 section
+		// 3.2). Taking the path after the "#" forwarded it.
+		{"http://gw#/v1/completions", 404, ""},
+		{"http://gw#/metrics", 404, ""},
+		{"http://g#w/v1/completions", 404, ""},
 		// Allowed spellings are forwarded in their normalized form.
+		{"/" + strings.Repeat("a/", 2000) + strings.Repeat("../", 2000) + "v1/completions", 200, "/v1/completions"},
+		{"/v1/completions/.", 200, "/v1/completions"},
+		{"/v1/completions?/../metrics", 200, "/v1/completions?/../metrics"},
 		{"//v1//completions", 200, "/v1/completions"},
 		{"/v1/./completions/", 200, "/v1/completions"},
 		{"/v1/models/../completions", 200, "/v1/completions"},
