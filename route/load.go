@@ -70,6 +70,14 @@ type LoadModel struct {
 	// the pod serves, so its learned speed needs no seed; a proxy among
 	// several times a fraction, whose waits include work it never saw.
 	PodForeign float64
+	// PodFresh is route.load.pod_speed_fresh: PodSamples applies also to
+	// a pod-reported speed that did not start from lifetime counters (a
+	// pod that was fresh when this proxy first read it: its speed comes
+	// from windows of this proxy's reports), under the same PodForeign
+	// gate. Among R replicas each times an R-th of a pod's requests, and
+	// its samples' waits include work it never saw, while every replica
+	// reads the pod's counters whole (see Seeded).
+	PodFresh bool
 	// SpeedBand is route.load.speed_band: in requests mode, the learned
 	// speed ratio beyond which a backend's queue is scaled (0: never).
 	SpeedBand float64
@@ -197,12 +205,12 @@ func (m *LoadModel) BriefNs(b *probe.Brief) float64 {
 	return m.Ns(b.NsPerToken, b.PodNsPerToken, b.SpeedSamples, m.Seeded(b.PodSeeded, b.ForeignShare))
 }
 
-// Seeded reports whether Ns treats a backend's pod-reported speed as a
-// long-lived pod's seed (PodSamples' weight): it started from the pod's
-// lifetime counters (podSeeded) and, with PodForeign > 0, the backend's
-// reports show a foreign share of at least PodForeign.
+// Seeded reports whether Ns gives a backend's pod-reported speed
+// PodSamples' weight: it started from the pod's lifetime counters
+// (podSeeded: a long-lived pod) or PodFresh is set, and, with PodForeign >
+// 0, the backend's reports show a foreign share of at least PodForeign.
 func (m *LoadModel) Seeded(podSeeded bool, foreignShare float64) bool {
-	return podSeeded && (m.PodForeign <= 0 || foreignShare >= m.PodForeign)
+	return (podSeeded || m.PodFresh) && (m.PodForeign <= 0 || foreignShare >= m.PodForeign)
 }
 
 // RefNs returns the mean over views of the speed the model scores them

@@ -91,6 +91,10 @@ func TestTwoProxiesWithDisjointDispatchSeeTheSlowPod(t *testing.T) {
 			for _, pol := range []string{config.PolicyCached, config.PolicyProbe} {
 				pc := testPickerConfig(pol)
 				pc.Load.PodSpeed = podSpeed
+				// The learned speed alone: not the fresh pods'
+				// window speeds either (route.load.pod_speed_fresh,
+				// TestReplicaKnowsFreshSlowPodFromItsCounters).
+				pc.Load.PodFresh = false
 				pk := mustPicker(t, pc, pool, Deps{Memory: &Memory{}, Rand: seeded(uint64(proxy) + 3), Now: pickNow})
 				s := NewScratch()
 				fast := 0
@@ -260,6 +264,64 @@ func TestJustStartedProxyKnowsLongLivedSlowPod(t *testing.T) {
 				t.Errorf("pod_speed_samples %v, pod_speed_foreign %v, other clients %v, %s: %d of 200 picks to the fast pod, want all", tc.samples, tc.foreign, tc.others, pol, fast)
 			case !tc.seed && (fast < 60 || fast > 140):
 				t.Errorf("pod_speed_samples %v, pod_speed_foreign %v, other clients %v, %s: %d of 200 picks to the fast pod, want a coin toss", tc.samples, tc.foreign, tc.others, pol, fast)
+			}
+		}
+	}
+}
+
+// TestReplicaKnowsFreshSlowPodFromItsCounters: a proxy among others (the
+// pods' reports show other clients' requests) in front of two pods that
+// started with it (fresh: their first scrape held no prefill counters, so
+// nothing is seeded), one twice as slow, which it has not timed itself.
+// Its scrapes over 15 s give each pod's speed from windows of its
+// counters; with route.load.pod_speed_fresh (and pod_speed 0) the
+// pod_speed_samples weight applies to those speeds too, so it sends a
+// large prompt to the fast pod every time. Without it, as without the
+// gate's other clients, the two pods are both unknown: a coin toss.
+func TestReplicaKnowsFreshSlowPodFromItsCounters(t *testing.T) {
+	reports := [2][]probe.Load{podReports(t, 1), podReports(t, 2)}
+	cases := []struct {
+		fresh bool
+		gate  float64
+		want  bool // every pick to the fast pod
+	}{
+		{true, config.DefaultPodSpeedForeign, true},
+		{false, config.DefaultPodSpeedForeign, false},
+		{true, 1.01, false}, // the gate shut (a lone proxy): its own timings alone
+	}
+	for _, tc := range cases {
+		pool, bs := testPool(2)
+		for i, b := range bs {
+			for j := range reports[i] {
+				b.State().Report(&reports[i][j])
+			}
+			if b.State().Latest() == nil || b.State().PodNsPerToken() <= 0 {
+				t.Fatalf("pod %d: no pod-reported speed after 15 s of reports", i)
+			}
+		}
+		if v := bs[1].State().View(pickNow(), time.Hour); v.PodSeeded || v.ForeignShare < config.DefaultPodSpeedForeign {
+			t.Fatalf("slow pod's view: seeded %v, foreign share %.2f; want a fresh pod with other clients", v.PodSeeded, v.ForeignShare)
+		}
+		for _, pol := range []string{config.PolicyCached, config.PolicyProbe} {
+			pc := testPickerConfig(pol)
+			pc.Load.PodSpeed, pc.Load.PodSamples, pc.Load.PodForeign, pc.Load.PodFresh = 0, config.DefaultPodSpeedSamples, tc.gate, tc.fresh
+			pk := mustPicker(t, pc, pool, Deps{Memory: &Memory{}, Rand: seeded(11), Now: pickNow})
+			s := NewScratch()
+			fast := 0
+			for range 200 {
+				b, _, err := pk.Pick(context.Background(), &RequestInfo{PromptTokens: 3000}, nil, s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if b == bs[0] {
+					fast++
+				}
+			}
+			switch {
+			case tc.want && fast != 200:
+				t.Errorf("pod_speed_fresh %v, gate %v, %s: %d of 200 picks to the fast pod, want all", tc.fresh, tc.gate, pol, fast)
+			case !tc.want && (fast < 60 || fast > 140):
+				t.Errorf("pod_speed_fresh %v, gate %v, %s: %d of 200 picks to the fast pod, want a coin toss", tc.fresh, tc.gate, pol, fast)
 			}
 		}
 	}

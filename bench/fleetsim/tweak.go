@@ -20,6 +20,7 @@ import (
 //	pss   route.load.pod_speed_samples
 //	psf   route.load.pod_speed_foreign
 //	sw    route.load.seat_weight
+//	pf    route.load.pod_speed_fresh (0: false, else true)
 type tweak struct {
 	key string
 	val float64
@@ -36,7 +37,7 @@ func splitTweaks(strategy string) (string, []tweak, error) {
 			return "", nil, fmt.Errorf("strategy %q: tweak %q is not key=number", strategy, p)
 		}
 		switch k {
-		case "dw", "rw", "ww", "pss", "psf", "sw":
+		case "dw", "rw", "ww", "pss", "psf", "sw", "pf":
 		default:
 			return "", nil, fmt.Errorf("strategy %q: unknown tweak key %q", strategy, k)
 		}
@@ -62,6 +63,8 @@ func applyTweaks(cfg *config.Config, ts []tweak) error {
 			l.PodSpeedForeign = t.val
 		case "sw":
 			l.SeatWeight = t.val
+		case "pf":
+			l.PodSpeedFresh = t.val != 0
 		}
 	}
 	return cfg.Validate()

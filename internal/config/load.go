@@ -55,6 +55,13 @@ type LoadModel struct {
 	// its own timings alone. 0: the seed applies always. In [0,1].
 	// Default DefaultPodSpeedForeign.
 	PodSpeedForeign float64 `yaml:"pod_speed_foreign"`
+	// PodSpeedFresh: pod_speed_samples weighs, besides a long-lived pod's
+	// seeded speed, the speed a pod that was fresh when this proxy first
+	// read it reports over this proxy's windows of its counters (once the
+	// first window is long enough), gated by pod_speed_foreign alike.
+	// false: only seeded speeds. Read only with learn_speed. Default
+	// DefaultPodSpeedFresh.
+	PodSpeedFresh bool `yaml:"pod_speed_fresh"`
 	// DefaultOutputTokens: expected output of a request that does not fix
 	// it (no ignore_eos) before the per-model estimate has samples; capped
 	// by the request's max_tokens. Default 128.
@@ -99,11 +106,19 @@ const DefaultPodSpeedSamples = 8.0
 // R=8, 1/2 at R=2); a lone proxy sees none.
 const DefaultPodSpeedForeign = 0.25
 
+// DefaultPodSpeedFresh is route.load.pod_speed_fresh's default: on. On
+// the code trace replayed on the hetero fleet with fresh pods (the live
+// bench's goal cells), fleetsim 90 windows of 20 s: p99 TTFT 0.970x pooled
+// and 0.971x per window at 8 replicas (36 lower, 28 higher), 0.977x /
+// 0.996x at 2; a lone proxy unchanged (the pod_speed_foreign gate stays
+// shut) (bench/results/2026-12-02-s14/trace).
+const DefaultPodSpeedFresh = true
+
 // DefaultSeatWeight is route.load.seat_weight's default.
 const DefaultSeatWeight = 0.03
 
 func defaultLoad() LoadModel {
-	return LoadModel{Mode: LoadTokens, DecodeWeight: 0, RunningWeight: 1, WaitingWeight: 1, LearnSpeed: true, PodSpeed: DefaultPodSpeed, PodSpeedSamples: DefaultPodSpeedSamples, PodSpeedForeign: DefaultPodSpeedForeign, DefaultOutputTokens: 128, SeatWeight: DefaultSeatWeight}
+	return LoadModel{Mode: LoadTokens, DecodeWeight: 0, RunningWeight: 1, WaitingWeight: 1, LearnSpeed: true, PodSpeed: DefaultPodSpeed, PodSpeedSamples: DefaultPodSpeedSamples, PodSpeedForeign: DefaultPodSpeedForeign, PodSpeedFresh: DefaultPodSpeedFresh, DefaultOutputTokens: 128, SeatWeight: DefaultSeatWeight}
 }
 
 func (v *checker) load(l LoadModel) {
