@@ -96,17 +96,7 @@ func TestTwoProxiesWithDisjointDispatchSeeTheSlowPod(t *testing.T) {
 				// TestReplicaKnowsFreshSlowPodFromItsCounters).
 				pc.Load.PodFresh = false
 				pk := mustPicker(t, pc, pool, Deps{Memory: &Memory{}, Rand: seeded(uint64(proxy) + 3), Now: pickNow})
-				s := NewScratch()
-				fast := 0
-				for range 200 {
-					b, _, err := pk.Pick(context.Background(), &RequestInfo{PromptTokens: 2000}, nil, s)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if b == bs[0] {
-						fast++
-					}
-				}
+				fast := picksTo(t, pk, 2000, bs[0])
 				switch {
 				case podSpeed > 0 && fast != 200:
 					t.Errorf("pod_speed %v, proxy that sent only to pod %d, %s: %d of 200 picks to the fast pod, want all", podSpeed, proxy, pol, fast)
@@ -248,17 +238,7 @@ func TestJustStartedProxyKnowsLongLivedSlowPod(t *testing.T) {
 			pc := testPickerConfig(pol)
 			pc.Load.PodSamples, pc.Load.PodForeign = tc.samples, tc.foreign
 			pk := mustPicker(t, pc, pool, Deps{Memory: &Memory{}, Rand: seeded(7), Now: pickNow})
-			s := NewScratch()
-			fast := 0
-			for range 200 {
-				b, _, err := pk.Pick(context.Background(), &RequestInfo{PromptTokens: 3000}, nil, s)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if b == bs[0] {
-					fast++
-				}
-			}
+			fast := picksTo(t, pk, 3000, bs[0])
 			switch {
 			case tc.seed && fast != 200:
 				t.Errorf("pod_speed_samples %v, pod_speed_foreign %v, other clients %v, %s: %d of 200 picks to the fast pod, want all", tc.samples, tc.foreign, tc.others, pol, fast)
@@ -306,17 +286,7 @@ func TestReplicaKnowsFreshSlowPodFromItsCounters(t *testing.T) {
 			pc := testPickerConfig(pol)
 			pc.Load.PodSpeed, pc.Load.PodSamples, pc.Load.PodForeign, pc.Load.PodFresh = 0, config.DefaultPodSpeedSamples, tc.gate, tc.fresh
 			pk := mustPicker(t, pc, pool, Deps{Memory: &Memory{}, Rand: seeded(11), Now: pickNow})
-			s := NewScratch()
-			fast := 0
-			for range 200 {
-				b, _, err := pk.Pick(context.Background(), &RequestInfo{PromptTokens: 3000}, nil, s)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if b == bs[0] {
-					fast++
-				}
-			}
+			fast := picksTo(t, pk, 3000, bs[0])
 			switch {
 			case tc.want && fast != 200:
 				t.Errorf("pod_speed_fresh %v, gate %v, %s: %d of 200 picks to the fast pod, want all", tc.fresh, tc.gate, pol, fast)
@@ -325,4 +295,22 @@ func TestReplicaKnowsFreshSlowPodFromItsCounters(t *testing.T) {
 			}
 		}
 	}
+}
+
+// picksTo returns how many of 200 picks of pk for a prompt of prompt
+// tokens go to b.
+func picksTo(t *testing.T, pk Picker, prompt int, b *Backend) int {
+	t.Helper()
+	s := NewScratch()
+	n := 0
+	for range 200 {
+		got, _, err := pk.Pick(context.Background(), &RequestInfo{PromptTokens: prompt}, nil, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got == b {
+			n++
+		}
+	}
+	return n
 }
