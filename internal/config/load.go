@@ -111,7 +111,12 @@ const DefaultPodSpeedForeign = 0.25
 // bench's goal cells), fleetsim 90 windows of 20 s: p99 TTFT 0.970x pooled
 // and 0.971x per window at 8 replicas (36 lower, 28 higher), 0.977x /
 // 0.996x at 2; a lone proxy unchanged (the pod_speed_foreign gate stays
-// shut) (bench/results/2026-12-02-s14/trace).
+// shut). fleetsim's generalization sweeps with fresh pods at 8 replicas:
+// p99 geomean 0.967 (sweep A, 64 cells), 0.957 (lognormal and trace sizes,
+// 64), 0.982 (bimodal on-off, 48); losses to a blind policy 1 -> 0, none
+// new; long-lived pods and a lone proxy unchanged. Live (trace_hetero_r8,
+// 10 seeds): pooled 0.97x in both holds, per seed 1.07x, within the
+// noise (bench/results/2026-12-02-s14/trace).
 const DefaultPodSpeedFresh = true
 
 // DefaultSeatWeight is route.load.seat_weight's default.
