@@ -2,8 +2,10 @@ package route
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/probegate/probegate/internal/config"
 	"github.com/probegate/probegate/internal/vllmsim"
+	"github.com/probegate/probegate/probe"
 )
 
 // progressConfig is a single simulated pod behind the cached policy
@@ -60,8 +63,7 @@ func progressProxy(t *testing.T) (*vllmsim.Fleet, *config.Config, *testProxy, st
 // Without the progress rule, breaker.consecutive_failures such timeouts
 // open it and everyone gets 503.
 func TestLongGenerationsNeverOpenAProgressingBackendsBreaker(t *testing.T) {
-	_, cfg, tp, url := progressProxy(t)
-	longGenerationBursts(t, tp, url, ftBody(100000, false), cfg.Breaker.ConsecutiveFailures)
+	longGenerationBursts(t, progressRigOf, ftBody(100000, false))
 }
 
 // Whether a request streams is read from its body as the model server
@@ -74,9 +76,8 @@ func TestLongGenerationsNeverOpenAProgressingBackendsBreaker(t *testing.T) {
 // counts, and such a client would open a working pod's breaker with
 // breaker.consecutive_failures long generations.
 func TestRepeatedStreamKeyCannotOpenAProgressingBackendsBreaker(t *testing.T) {
-	_, cfg, tp, url := progressProxy(t)
 	long := `{"stream":true,` + strings.TrimPrefix(ftBody(100000, false), "{")
-	longGenerationBursts(t, tp, url, long, cfg.Breaker.ConsecutiveFailures)
+	longGenerationBursts(t, progressRigOf, long)
 }
 
 // A hung engine whose HTTP server still answers /metrics shows no progress
@@ -191,32 +192,202 @@ func TestLongStreamAsHalfOpenTrialDoesNotHoldTheBackend(t *testing.T) {
 	}
 }
 
+// progressRig is a proxy in front of one simulated pod for the progress
+// rule's tests: its completions URL, the pod's breaker.consecutive_failures
+// and the wait its timeouts end (upstream.first_byte_timeout for a
+// non-stream request's head, upstream.idle_timeout for a stream's first
+// bytes after its head).
+type progressRig struct {
+	tp        *testProxy
+	url       string
+	threshold int
+	wait      time.Duration
+}
+
+// progressRigOf starts a fresh pod and a proxy with progressConfig in
+// front of it.
+func progressRigOf(t *testing.T) progressRig {
+	fleet := ftFleet(t, 1)
+	cfg := progressConfig(fleet.URLs()[0])
+	tp := startProxy(t, cfg)
+	return progressRig{tp: tp, url: tp.url("/v1/completions"), threshold: cfg.Breaker.ConsecutiveFailures, wait: cfg.Upstream.FirstByteTimeout.D()}
+}
+
+// excusedProgress is the proxy's probegate_breaker_excused_total{reason="progress"}.
+func (r progressRig) excusedProgress(t *testing.T) float64 {
+	return r.tp.counter(t, "probegate_breaker_excused_total", map[string]string{"reason": "progress"})
+}
+
+// progressAttempts bounds how many fresh pods and proxies a progress test
+// tries before it fails for want of reports.
+const progressAttempts = 4
+
+// progressWitness tells, for each request of a burst, whether the progress
+// rule had what it needs inside that request's own wait: two of the
+// backend's reports, both taken after the request was sent and before the
+// proxy judged its timeout, showing the token counters advancing. It reads
+// the rule's own predicate (probe.State.ProgressedSince) from the side
+// while the burst waits:
+//
+//   - all is a time read after the backend's dispatch count showed every
+//     request of the burst dispatched, so after each one's send (the proxy
+//     stamps a request's send before it counts its dispatch);
+//   - seen is a time read after ProgressedSince(all) returned true. The
+//     predicate is monotone (the later of the two reports only moves
+//     forward, and an earlier since is easier), so it still holds at each
+//     judgment, for each request's own send;
+//   - a request the client began sending at c, whose wait ends in a
+//     timeout of wait (its deadline is armed after the proxy sent it), is
+//     judged no sooner than c+wait.
+//
+// So a request with seen <= c+wait had its reports (covered); the progress
+// rule must excuse its timeout. Without a covered request the test proves
+// nothing: the process was starved (s13: a round with one scrape answered
+// in its 0.45 s, under 300 ms SIGSTOPs) and the round runs again. Counting
+// answered scrapes per burst instead (s13's candidate) was not enough: the
+// count from a burst's start is not the count inside each wait.
+type progressWitness struct {
+	st        *probe.State
+	want      uint64 // the dispatch count once every request of the burst was sent
+	stop      chan struct{}
+	done      chan struct{}
+	all, seen time.Time // zero: not (yet) observed
+}
+
+// watchBurst starts a witness for a burst of n requests about to be sent to
+// the proxy's only backend, whose earlier requests were all dispatched.
+func watchBurst(tp *testProxy, n int) *progressWitness {
+	st := tp.snap.Load().pool.backends[0].state
+	w := &progressWitness{st: st, want: st.Dispatched() + uint64(n), stop: make(chan struct{}), done: make(chan struct{})}
+	go w.run()
+	return w
+}
+
+func (w *progressWitness) run() {
+	defer close(w.done)
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if w.all.IsZero() && w.st.Dispatched() >= w.want {
+			w.all = time.Now()
+		}
+		if !w.all.IsZero() && w.st.ProgressedSince(w.all) {
+			w.seen = time.Now()
+			return
+		}
+		select {
+		case <-w.stop:
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// end stops the witness; call it once the burst was answered.
+func (w *progressWitness) end() {
+	close(w.stop)
+	<-w.done
+}
+
+// covered reports whether a request the client began sending at sent,
+// judged no sooner than wait after it, had its reports (see
+// progressWitness). Call it after end.
+func (w *progressWitness) covered(sent time.Time, wait time.Duration) bool {
+	return !w.seen.IsZero() && !w.seen.After(sent.Add(wait))
+}
+
 // longGenerationBursts sends two bursts of 2*threshold non-stream requests
-// (body long) whose generations outlast upstream.first_byte_timeout to the proxy's only
-// backend, and fails the test unless every one is answered 504, the
-// backend's breaker is still closed after each burst, and a short request
-// after each burst is answered 200. A burst makes the timeouts
-// consecutive: nothing succeeds between them.
-func longGenerationBursts(t *testing.T, tp *testProxy, url, long string, threshold int) {
+// (body long) whose generations outlast upstream.first_byte_timeout to the
+// only backend of a proxy that rig starts, and fails the test unless every
+// one is answered 504, the backend's breaker is still closed after each
+// burst, and a short request after each burst is answered 200. A burst
+// makes the timeouts consecutive: nothing succeeds between them.
+//
+// Each request is judged by its own wait (progressWitness). A burst in
+// which every request had two reports of progress inside its wait must
+// leave the breaker closed, with every timeout excused; one in which the
+// breaker opened, or a request was answered otherwise, while some request
+// lacked them (a starved process: its scrapes came late) proves nothing,
+// and the test runs again on a fresh pod and proxy, up to
+// progressAttempts times; so does an attempt whose warm-up or short
+// request timed out (504), and one in which no burst had its reports. A
+// proxy that never excuses fails the first burst that had its reports.
+func longGenerationBursts(t *testing.T, rig func(*testing.T) progressRig, long string) {
 	t.Helper()
+	for attempt := 1; ; attempt++ {
+		why := longGenerationAttempt(t, rig(t), long)
+		if why == "" {
+			return
+		}
+		if attempt == progressAttempts {
+			t.Fatalf("attempt %d: %s; none of %d attempts proved anything: the test needs reports flowing while the requests wait", attempt, why, attempt)
+		}
+		t.Logf("attempt %d proves nothing, again on a fresh pod and proxy: %s", attempt, why)
+	}
+}
+
+// longGenerationAttempt is one attempt of longGenerationBursts on r. It
+// returns "" when it passed, or why it proved nothing; it fails the test
+// for a burst that had its reports and still counted against the pod.
+func longGenerationAttempt(t *testing.T, r progressRig, long string) string {
+	t.Helper()
+	if code := postStatus(t, r.url, ftBody(4, false)); code == 504 {
+		return "the warm-up answered 504 (its first byte later than first_byte_timeout)"
+	} else if code != 200 {
+		t.Fatalf("warm-up: %d", code)
+	}
+	proven := 0
 	for round := range 2 {
-		n := 2 * threshold
+		n := 2 * r.threshold
 		codes := make([]int, n)
+		sent := make([]time.Time, n)
+		before := r.excusedProgress(t)
+		w := watchBurst(r.tp, n)
 		var wg sync.WaitGroup
 		for i := range n {
-			wg.Go(func() { codes[i] = postStatus(t, url, long) })
+			wg.Go(func() {
+				sent[i] = time.Now()
+				codes[i] = postStatus(t, r.url, long)
+			})
 		}
 		wg.Wait()
-		for i, c := range codes {
-			if c != 504 {
-				t.Fatalf("round %d, request %d: %d, want 504 (generation longer than first_byte_timeout)", round, i, c)
+		w.end()
+		excused := r.excusedProgress(t) - before
+		had := 0
+		for i := range n {
+			if w.covered(sent[i], r.wait) {
+				had++
 			}
 		}
-		if st := tp.DebugBackends()[0].Breaker; st != "closed" {
-			t.Fatalf("round %d: breaker %s after long generations on a working pod", round, st)
+		var bad string
+		switch st := r.tp.DebugBackends()[0].Breaker; {
+		case st != "closed":
+			bad = fmt.Sprintf("breaker %s after long generations on a working pod", st)
+		case slices.ContainsFunc(codes, func(c int) bool { return c != 504 }):
+			bad = "not every request answered 504 (generation longer than first_byte_timeout)"
+		case had == n && excused != float64(n):
+			bad = fmt.Sprintf("excused{progress} +%v, want every timeout (%d)", excused, n)
 		}
-		if code := postStatus(t, url, ftBody(1, false)); code != 200 {
+		switch {
+		case bad != "" && had == n:
+			t.Fatalf("round %d: %s, though every request's wait held two reports of the pod's token counters advancing (answers %v, excused{progress} +%v)", round, bad, codes, excused)
+		case bad != "":
+			return fmt.Sprintf("round %d: %s, with %d of %d requests' waits holding two reports of progress (answers %v, excused{progress} +%v)", round, bad, had, n, codes, excused)
+		case had == n:
+			proven++
+		default:
+			t.Logf("round %d: %d of %d requests' waits held two reports of progress; the breaker stayed closed", round, had, n)
+		}
+		switch code := postStatus(t, r.url, ftBody(1, false)); code {
+		case 200:
+		case 504:
+			return fmt.Sprintf("round %d: a short request after the long ones answered 504 (its first byte later than first_byte_timeout)", round)
+		default:
 			t.Fatalf("round %d: a short request after the long ones: %d, want 200", round, code)
 		}
 	}
+	if proven == 0 {
+		return "no burst had two reports of progress inside every request's wait"
+	}
+	return ""
 }

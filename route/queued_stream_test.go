@@ -54,25 +54,85 @@ func startStuckBackend(t *testing.T, sent string) *rawBackend {
 // counters advance while they wait. Before, each such silence counted
 // against the pod, and the breaker opened after
 // breaker.consecutive_failures of the client's own queued streams.
+//
+// Each timed-out stream is judged by its own wait (progressWitness; the
+// proxy judges a silence after the head from the request's send, and no
+// sooner than idle_timeout after it): when every one had two reports of
+// progress inside it, the breaker must stay closed with every timeout
+// excused. An attempt in which the breaker opened while some stream lacked
+// them (a starved process), or that proves nothing else, runs again on a
+// fresh pod and proxy, up to progressAttempts times.
 func TestQueuedStreamsNeverOpenAProgressingBackendsBreaker(t *testing.T) {
+	for attempt := 1; ; attempt++ {
+		why := queuedStreamsAttempt(t)
+		if why == "" {
+			return
+		}
+		if attempt == progressAttempts {
+			t.Fatalf("attempt %d: %s; none of %d attempts proved anything: the test needs reports flowing while the streams wait", attempt, why, attempt)
+		}
+		t.Logf("attempt %d proves nothing, again on a fresh pod and proxy: %s", attempt, why)
+	}
+}
+
+// queuedStreamsAttempt is one attempt of
+// TestQueuedStreamsNeverOpenAProgressingBackendsBreaker: "" when it
+// passed, else why it proved nothing; it fails the test when every
+// timed-out stream had its reports and the pod was still blamed.
+func queuedStreamsAttempt(t *testing.T) string {
 	fleet := simFleet(t, 1, func(c *vllmsim.Config) { c.TimeScale = 0.1; c.MaxNumSeqs = 1 })
 	cfg := queuedStreamConfig(fleet.URLs()[0])
 	tp := startProxy(t, cfg)
-	url := tp.url("/v1/completions")
-	if code := postStatus(t, url, ftBody(4, false)); code != 200 {
+	r := progressRig{tp: tp, url: tp.url("/v1/completions"), threshold: cfg.Breaker.ConsecutiveFailures, wait: cfg.Upstream.IdleTimeout.D()}
+	if code := postStatus(t, r.url, ftBody(4, false)); code != 200 {
 		t.Fatalf("warm-up: %d", code)
 	}
 	const streams = 8 // each holds the seat about 180 ms (300 tokens at 0.1 scale)
-	timeouts, codes := queuedStreams(t, url, streams, 300)
-	if timeouts < cfg.Breaker.ConsecutiveFailures {
-		t.Fatalf("%d of %d queued streams timed out (%v): the test needs at least breaker.consecutive_failures (%d)", timeouts, streams, codes, cfg.Breaker.ConsecutiveFailures)
+	before := r.excusedProgress(t)
+	w := watchBurst(tp, streams)
+	sent, codes := queuedStreams(t, r.url, streams, 300)
+	w.end()
+	excused := r.excusedProgress(t) - before
+	timeouts, had, other := 0, 0, false
+	for i, c := range codes {
+		switch c {
+		case 200:
+		case 504:
+			timeouts++
+			if w.covered(sent[i], r.wait) {
+				had++
+			}
+		default:
+			other = true
+		}
 	}
-	if st := tp.DebugBackends()[0].Breaker; st != "closed" {
-		t.Fatalf("breaker %s after %d queued streams timed out on a working pod (%v)", st, timeouts, codes)
+	var bad string
+	switch st := tp.DebugBackends()[0].Breaker; {
+	case st != "closed":
+		bad = fmt.Sprintf("breaker %s after %d queued streams timed out on a working pod", st, timeouts)
+	case other:
+		bad = "a stream answered neither 200 nor 504"
+	case timeouts < r.threshold:
+		return fmt.Sprintf("%d of %d queued streams timed out (%v): the test needs at least breaker.consecutive_failures (%d)", timeouts, streams, codes, r.threshold)
+	case had == timeouts && excused != float64(timeouts):
+		bad = fmt.Sprintf("excused{progress} +%v, want every timeout (%d)", excused, timeouts)
 	}
-	if code := postStatus(t, url, ftBody(1, false)); code != 200 {
+	switch {
+	case bad != "" && !other && had == timeouts:
+		t.Fatalf("%s, though every timed-out stream's wait held two reports of the pod's token counters advancing (%v, excused{progress} +%v)", bad, codes, excused)
+	case bad != "":
+		return fmt.Sprintf("%s, with %d of %d timed-out streams' waits holding two reports of progress (%v, excused{progress} +%v)", bad, had, timeouts, codes, excused)
+	case had < timeouts:
+		return fmt.Sprintf("the breaker stayed closed, but only %d of %d timed-out streams' waits held two reports of progress", had, timeouts)
+	}
+	switch code := postStatus(t, r.url, ftBody(1, false)); code {
+	case 200:
+	case 504:
+		return "another client's request after the queued streams answered 504 (its first byte later than first_byte_timeout)"
+	default:
 		t.Fatalf("another client's request after the queued streams: %d, want 200", code)
 	}
+	return ""
 }
 
 // A backend that sends a stream's head and then nothing, while its
@@ -280,8 +340,8 @@ func TestQueuedStreamsNeverOpenAProgressingBackendsBreakerUnderBlindPolicies(t *
 	blindStreamRounds(t, func(c *vllmsim.Config) { c.TimeScale = 0.1; c.MaxNumSeqs = 1 }, func(t *testing.T, url string) (int, string) {
 		// One seat; each stream holds it about 1.2 s (2,000 tokens at
 		// 0.1 scale): of 10, the fifth on waits past 4 s.
-		timeouts, codes := queuedStreams(t, url, 10, 2000)
-		return timeouts, fmt.Sprintf("queued streams timed out (%v)", codes)
+		_, codes := queuedStreams(t, url, 10, 2000)
+		return countTimeouts(t, codes), fmt.Sprintf("queued streams timed out (%v)", codes)
 	})
 }
 
@@ -387,17 +447,28 @@ func preemptedStreams(t *testing.T, url string, n, tokens int) int {
 	return k
 }
 
-// queuedStreams sends n streams of tokens each at once and returns how
-// many got a 504 (a first token that waited past upstream.idle_timeout)
-// and every stream's status; any status but 200 or 504 fails t.
-func queuedStreams(t *testing.T, url string, n, tokens int) (int, []int) {
+// queuedStreams sends n streams of tokens each at once and returns when
+// the client began sending each, and each one's status.
+func queuedStreams(t *testing.T, url string, n, tokens int) ([]time.Time, []int) {
 	t.Helper()
+	sent := make([]time.Time, n)
 	codes := make([]int, n)
 	var wg sync.WaitGroup
 	for i := range n {
-		wg.Go(func() { codes[i] = postStatus(t, url, ftBody(tokens, true)) })
+		wg.Go(func() {
+			sent[i] = time.Now()
+			codes[i] = postStatus(t, url, ftBody(tokens, true))
+		})
 	}
 	wg.Wait()
+	return sent, codes
+}
+
+// countTimeouts returns how many of codes are 504 (a first token that
+// waited past upstream.idle_timeout), and fails t for any status but 200
+// or 504.
+func countTimeouts(t *testing.T, codes []int) int {
+	t.Helper()
 	timeouts := 0
 	for i, c := range codes {
 		switch c {
@@ -408,5 +479,5 @@ func queuedStreams(t *testing.T, url string, n, tokens int) (int, []int) {
 			t.Fatalf("stream %d: %d, want 200 or 504 (%v)", i, c, codes)
 		}
 	}
-	return timeouts, codes
+	return timeouts
 }
