@@ -39,18 +39,8 @@ func TestShutdownEndsStreamsOpenedWhileItRuns(t *testing.T) {
 			b, _ := io.ReadAll(r.Body)
 			w.Header().Set("Content-Type", "text/event-stream")
 			for i := 0; ; i++ {
-				if strings.Contains(string(b), `"short"`) && i == 1 {
-					fmt.Fprint(w, "data: [DONE]\n\n")
+				if err := sseFrame(w, r, i, strings.Contains(string(b), `"short"`)); err != nil {
 					return
-				}
-				if _, err := fmt.Fprint(w, "data: {}\n\n"); err != nil {
-					return
-				}
-				w.(http.Flusher).Flush()
-				select {
-				case <-r.Context().Done():
-					return
-				case <-time.After(10 * time.Millisecond):
 				}
 			}
 		})
@@ -117,6 +107,26 @@ func TestShutdownEndsStreamsOpenedWhileItRuns(t *testing.T) {
 		if n := countEntries(&tp.hijacks); n != 0 {
 			t.Fatalf("%d hijacked streams left registered after Shutdown", n)
 		}
+	}
+}
+
+// sseFrame writes the i-th frame of an SSE stream that goes on until the
+// client leaves, 10 ms apart, or that ends after one frame when short; it
+// returns an error once the stream is over.
+func sseFrame(w http.ResponseWriter, r *http.Request, i int, short bool) error {
+	if short && i == 1 {
+		fmt.Fprint(w, "data: [DONE]\n\n")
+		return io.EOF
+	}
+	if _, err := fmt.Fprint(w, "data: {}\n\n"); err != nil {
+		return err
+	}
+	w.(http.Flusher).Flush()
+	select {
+	case <-r.Context().Done():
+		return r.Context().Err()
+	case <-time.After(10 * time.Millisecond):
+		return nil
 	}
 }
 
@@ -219,15 +229,9 @@ func streamUntilClosed(addr string, short bool, heads *atomic.Int64, bound *shut
 func TestShutdownEndsAConnectionAcceptedBeforeItsCut(t *testing.T) {
 	up := upstream(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
-		for {
-			if _, err := fmt.Fprint(w, "data: {}\n\n"); err != nil {
+		for i := 0; ; i++ {
+			if err := sseFrame(w, r, i, false); err != nil {
 				return
-			}
-			w.(http.Flusher).Flush()
-			select {
-			case <-r.Context().Done():
-				return
-			case <-time.After(10 * time.Millisecond):
 			}
 		}
 	})
