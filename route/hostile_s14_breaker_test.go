@@ -58,16 +58,14 @@ func poolingPod(t *testing.T, sim string) string {
 // working pod's breaker for everyone; judged as the non-stream answer it
 // is, the pod's advancing token counters excuse the timeouts.
 func TestStreamFlagOnAPoolingEndpointCannotOpenAProgressingBackendsBreaker(t *testing.T) {
-	fleet := ftFleet(t, 1)
-	cfg := withDefaultAllow(progressConfig(poolingPod(t, fleet.URLs()[0])))
-	tp := startProxy(t, cfg)
-	url := tp.url("/v1/embeddings")
-	if code := postStatus(t, url, ftBody(4, false)); code != 200 {
-		t.Fatalf("warm-up: %d", code)
-	}
 	long := ftBody(100000, true) // ftBody's "stream":true, on /v1/embeddings
 	if !strings.Contains(long, `"stream":true`) {
 		t.Fatalf("body %s asks for no stream", long)
 	}
-	longGenerationBursts(t, tp, url, long, cfg.Breaker.ConsecutiveFailures)
+	longGenerationBursts(t, func(t *testing.T) progressRig {
+		fleet := ftFleet(t, 1)
+		cfg := withDefaultAllow(progressConfig(poolingPod(t, fleet.URLs()[0])))
+		tp := startProxy(t, cfg)
+		return progressRig{tp: tp, url: tp.url("/v1/embeddings"), threshold: cfg.Breaker.ConsecutiveFailures, wait: cfg.Upstream.FirstByteTimeout.D()}
+	}, long)
 }
