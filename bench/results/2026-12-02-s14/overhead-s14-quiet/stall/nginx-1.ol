@@ -1,0 +1,14 @@
+{"start_ms":0,"sent":2509,"errors":0,"p50_ms":0.701,"p99_ms":8.483,"max_ms":11.465,"in_flight_at_end":27}
+{"start_ms":250,"sent":2501,"errors":0,"p50_ms":0.638,"p99_ms":7.551,"max_ms":10.032,"in_flight_at_end":21}
+{"start_ms":500,"sent":2501,"errors":0,"p50_ms":0.425,"p99_ms":7.83,"max_ms":9.254,"in_flight_at_end":3}
+{"start_ms":750,"sent":2498,"errors":0,"p50_ms":0.479,"p99_ms":7.892,"max_ms":11.925,"in_flight_at_end":4}
+{"start_ms":1000,"sent":2497,"errors":0,"p50_ms":0.591,"p99_ms":10.898,"max_ms":15.821,"in_flight_at_end":1}
+{"start_ms":1250,"sent":2505,"errors":0,"p50_ms":0.576,"p99_ms":6.506,"max_ms":8.128,"in_flight_at_end":23}
+{"start_ms":1500,"sent":2494,"errors":0,"p50_ms":0.427,"p99_ms":4.721,"max_ms":5.682,"in_flight_at_end":20}
+{"start_ms":1750,"sent":2348,"errors":0,"p50_ms":11.382,"p99_ms":39.076,"max_ms":57.746,"in_flight_at_end":0}
+{"start_ms":2000,"sent":2652,"errors":0,"p50_ms":4.195,"p99_ms":29.081,"max_ms":37.647,"in_flight_at_end":15}
+{"start_ms":2250,"sent":2506,"errors":0,"p50_ms":0.616,"p99_ms":6.21,"max_ms":10.633,"in_flight_at_end":7}
+{"start_ms":2500,"sent":2499,"errors":0,"p50_ms":0.746,"p99_ms":16.231,"max_ms":19.078,"in_flight_at_end":1}
+{"start_ms":2750,"sent":2490,"errors":0,"p50_ms":0.655,"p99_ms":6.819,"max_ms":15.395,"in_flight_at_end":0}
+{"start_ms":3000,"sent":0,"errors":0,"p50_ms":0,"p99_ms":0,"max_ms":0,"in_flight_at_end":0}
+{"rate":10000,"achieved_rps":10003.118,"throughput":10000.333,"success":1,"requests":30000,"latency_ms":{"p50":0.681,"p90":6.089,"p99":31.16,"mean":0}}

@@ -1,0 +1,14 @@
+{"start_ms":0,"sent":2489,"errors":0,"p50_ms":0.513,"p99_ms":5.387,"max_ms":6.408,"in_flight_at_end":57}
+{"start_ms":250,"sent":2510,"errors":0,"p50_ms":0.421,"p99_ms":5.262,"max_ms":7.867,"in_flight_at_end":6}
+{"start_ms":500,"sent":2501,"errors":0,"p50_ms":0.321,"p99_ms":3.044,"max_ms":8.346,"in_flight_at_end":4}
+{"start_ms":750,"sent":2501,"errors":0,"p50_ms":0.272,"p99_ms":3.438,"max_ms":7.338,"in_flight_at_end":2}
+{"start_ms":1000,"sent":2499,"errors":0,"p50_ms":0.41,"p99_ms":3.722,"max_ms":6.134,"in_flight_at_end":3}
+{"start_ms":1250,"sent":2500,"errors":0,"p50_ms":0.318,"p99_ms":3.389,"max_ms":5.251,"in_flight_at_end":0}
+{"start_ms":1500,"sent":2500,"errors":0,"p50_ms":0.405,"p99_ms":4.922,"max_ms":8.952,"in_flight_at_end":4}
+{"start_ms":1750,"sent":2500,"errors":0,"p50_ms":0.404,"p99_ms":4.687,"max_ms":6.566,"in_flight_at_end":5}
+{"start_ms":2000,"sent":2499,"errors":0,"p50_ms":0.308,"p99_ms":3.185,"max_ms":4.075,"in_flight_at_end":0}
+{"start_ms":2250,"sent":2502,"errors":0,"p50_ms":0.363,"p99_ms":5.835,"max_ms":9.32,"in_flight_at_end":4}
+{"start_ms":2500,"sent":2500,"errors":0,"p50_ms":0.645,"p99_ms":5.3,"max_ms":8.117,"in_flight_at_end":7}
+{"start_ms":2750,"sent":2497,"errors":0,"p50_ms":0.632,"p99_ms":7.854,"max_ms":9.895,"in_flight_at_end":3}
+{"start_ms":3000,"sent":1,"errors":0,"p50_ms":0.417,"p99_ms":0.417,"max_ms":0.417,"in_flight_at_end":0}
+{"rate":10000,"achieved_rps":9999.128,"throughput":9997.739,"success":1,"requests":29999,"latency_ms":{"p50":0.396,"p90":1.747,"p99":5.123,"mean":0}}

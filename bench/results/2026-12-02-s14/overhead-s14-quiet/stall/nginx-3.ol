@@ -1,0 +1,14 @@
+{"start_ms":0,"sent":2510,"errors":0,"p50_ms":0.307,"p99_ms":1.999,"max_ms":3.229,"in_flight_at_end":1}
+{"start_ms":250,"sent":2499,"errors":0,"p50_ms":0.336,"p99_ms":4.492,"max_ms":5.281,"in_flight_at_end":16}
+{"start_ms":500,"sent":2492,"errors":0,"p50_ms":0.344,"p99_ms":4.254,"max_ms":7.389,"in_flight_at_end":36}
+{"start_ms":750,"sent":2506,"errors":0,"p50_ms":0.295,"p99_ms":4.795,"max_ms":5.418,"in_flight_at_end":13}
+{"start_ms":1000,"sent":2503,"errors":0,"p50_ms":0.281,"p99_ms":3.119,"max_ms":5.306,"in_flight_at_end":12}
+{"start_ms":1250,"sent":2498,"errors":0,"p50_ms":0.325,"p99_ms":5.53,"max_ms":10.485,"in_flight_at_end":2}
+{"start_ms":1500,"sent":2502,"errors":0,"p50_ms":0.339,"p99_ms":4.079,"max_ms":5.363,"in_flight_at_end":7}
+{"start_ms":1750,"sent":2500,"errors":0,"p50_ms":0.584,"p99_ms":5.818,"max_ms":10.589,"in_flight_at_end":3}
+{"start_ms":2000,"sent":2500,"errors":0,"p50_ms":0.308,"p99_ms":3.022,"max_ms":5.003,"in_flight_at_end":3}
+{"start_ms":2250,"sent":2500,"errors":0,"p50_ms":0.325,"p99_ms":5.781,"max_ms":10.128,"in_flight_at_end":2}
+{"start_ms":2500,"sent":2497,"errors":0,"p50_ms":0.281,"p99_ms":3.829,"max_ms":5.38,"in_flight_at_end":4}
+{"start_ms":2750,"sent":2493,"errors":0,"p50_ms":0.769,"p99_ms":6.443,"max_ms":11.611,"in_flight_at_end":33}
+{"start_ms":3000,"sent":0,"errors":0,"p50_ms":0,"p99_ms":0,"max_ms":0,"in_flight_at_end":0}
+{"rate":10000,"achieved_rps":10003.033,"throughput":9996.489,"success":1,"requests":30000,"latency_ms":{"p50":0.347,"p90":1.952,"p99":4.89,"mean":0}}

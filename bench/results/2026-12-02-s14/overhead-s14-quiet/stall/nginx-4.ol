@@ -1,0 +1,14 @@
+{"start_ms":0,"sent":2500,"errors":0,"p50_ms":3.984,"p99_ms":21.372,"max_ms":24.467,"in_flight_at_end":68}
+{"start_ms":250,"sent":2498,"errors":0,"p50_ms":4.985,"p99_ms":57.175,"max_ms":63.709,"in_flight_at_end":55}
+{"start_ms":500,"sent":2502,"errors":0,"p50_ms":1.647,"p99_ms":13.345,"max_ms":14.188,"in_flight_at_end":12}
+{"start_ms":750,"sent":2495,"errors":0,"p50_ms":0.884,"p99_ms":7.532,"max_ms":24.78,"in_flight_at_end":12}
+{"start_ms":1000,"sent":2503,"errors":0,"p50_ms":0.638,"p99_ms":4.839,"max_ms":6.385,"in_flight_at_end":20}
+{"start_ms":1250,"sent":2494,"errors":0,"p50_ms":0.847,"p99_ms":12.4,"max_ms":13.208,"in_flight_at_end":0}
+{"start_ms":1500,"sent":2481,"errors":0,"p50_ms":1.61,"p99_ms":14.47,"max_ms":16.184,"in_flight_at_end":16}
+{"start_ms":1750,"sent":2489,"errors":0,"p50_ms":1.286,"p99_ms":18.588,"max_ms":21.978,"in_flight_at_end":5}
+{"start_ms":2000,"sent":2539,"errors":0,"p50_ms":0.811,"p99_ms":9.752,"max_ms":10.889,"in_flight_at_end":37}
+{"start_ms":2250,"sent":2465,"errors":0,"p50_ms":4.68,"p99_ms":38.838,"max_ms":45.845,"in_flight_at_end":103}
+{"start_ms":2500,"sent":2526,"errors":0,"p50_ms":1.049,"p99_ms":26.037,"max_ms":31.041,"in_flight_at_end":207}
+{"start_ms":2750,"sent":2507,"errors":0,"p50_ms":2.877,"p99_ms":24.671,"max_ms":29.053,"in_flight_at_end":8}
+{"start_ms":3000,"sent":1,"errors":0,"p50_ms":0.64,"p99_ms":0.64,"max_ms":0.64,"in_flight_at_end":0}
+{"rate":10000,"achieved_rps":9999.399,"throughput":9997.152,"success":1,"requests":30000,"latency_ms":{"p50":1.535,"p90":9.837,"p99":30.503,"mean":0}}

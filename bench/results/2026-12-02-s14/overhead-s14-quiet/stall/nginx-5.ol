@@ -1,0 +1,14 @@
+{"start_ms":0,"sent":2502,"errors":0,"p50_ms":0.829,"p99_ms":6.295,"max_ms":8.078,"in_flight_at_end":34}
+{"start_ms":250,"sent":2495,"errors":0,"p50_ms":0.501,"p99_ms":5.797,"max_ms":11.425,"in_flight_at_end":20}
+{"start_ms":500,"sent":2505,"errors":0,"p50_ms":0.357,"p99_ms":4.02,"max_ms":6.521,"in_flight_at_end":3}
+{"start_ms":750,"sent":2499,"errors":0,"p50_ms":0.399,"p99_ms":3.524,"max_ms":5.286,"in_flight_at_end":6}
+{"start_ms":1000,"sent":2499,"errors":0,"p50_ms":0.509,"p99_ms":4.735,"max_ms":10.868,"in_flight_at_end":10}
+{"start_ms":1250,"sent":2499,"errors":0,"p50_ms":0.63,"p99_ms":4.364,"max_ms":6.514,"in_flight_at_end":6}
+{"start_ms":1500,"sent":2503,"errors":0,"p50_ms":0.282,"p99_ms":2.9,"max_ms":4.414,"in_flight_at_end":3}
+{"start_ms":1750,"sent":2500,"errors":0,"p50_ms":0.305,"p99_ms":2.065,"max_ms":5.881,"in_flight_at_end":5}
+{"start_ms":2000,"sent":2499,"errors":0,"p50_ms":0.375,"p99_ms":2.597,"max_ms":4.091,"in_flight_at_end":2}
+{"start_ms":2250,"sent":2501,"errors":0,"p50_ms":0.48,"p99_ms":3.597,"max_ms":5.515,"in_flight_at_end":4}
+{"start_ms":2500,"sent":2498,"errors":0,"p50_ms":0.33,"p99_ms":2.414,"max_ms":5.462,"in_flight_at_end":8}
+{"start_ms":2750,"sent":2499,"errors":0,"p50_ms":0.36,"p99_ms":7.127,"max_ms":10.149,"in_flight_at_end":4}
+{"start_ms":3000,"sent":1,"errors":0,"p50_ms":0.264,"p99_ms":0.264,"max_ms":0.264,"in_flight_at_end":0}
+{"rate":10000,"achieved_rps":9999.754,"throughput":9998.873,"success":1,"requests":30000,"latency_ms":{"p50":0.42,"p90":1.721,"p99":4.717,"mean":0}}

@@ -1,0 +1,14 @@
+{"start_ms":0,"sent":2510,"errors":0,"p50_ms":0.522,"p99_ms":10.455,"max_ms":11.616,"in_flight_at_end":2}
+{"start_ms":250,"sent":2497,"errors":0,"p50_ms":0.209,"p99_ms":4.185,"max_ms":5.39,"in_flight_at_end":18}
+{"start_ms":500,"sent":2502,"errors":0,"p50_ms":0.667,"p99_ms":7.257,"max_ms":10.006,"in_flight_at_end":6}
+{"start_ms":750,"sent":2494,"errors":0,"p50_ms":1.553,"p99_ms":17.834,"max_ms":19.064,"in_flight_at_end":3}
+{"start_ms":1000,"sent":2507,"errors":0,"p50_ms":0.747,"p99_ms":8.031,"max_ms":12.641,"in_flight_at_end":7}
+{"start_ms":1250,"sent":2499,"errors":0,"p50_ms":0.775,"p99_ms":7.305,"max_ms":12.636,"in_flight_at_end":11}
+{"start_ms":1500,"sent":2499,"errors":0,"p50_ms":0.964,"p99_ms":13.796,"max_ms":22.36,"in_flight_at_end":8}
+{"start_ms":1750,"sent":2500,"errors":0,"p50_ms":0.805,"p99_ms":5.977,"max_ms":9.981,"in_flight_at_end":8}
+{"start_ms":2000,"sent":2503,"errors":0,"p50_ms":0.889,"p99_ms":11.953,"max_ms":17.76,"in_flight_at_end":28}
+{"start_ms":2250,"sent":2499,"errors":0,"p50_ms":0.667,"p99_ms":4.551,"max_ms":6.139,"in_flight_at_end":22}
+{"start_ms":2500,"sent":2486,"errors":0,"p50_ms":2.041,"p99_ms":11.314,"max_ms":13.351,"in_flight_at_end":53}
+{"start_ms":2750,"sent":2499,"errors":0,"p50_ms":1.805,"p99_ms":12.474,"max_ms":24.356,"in_flight_at_end":26}
+{"start_ms":3000,"sent":0,"errors":0,"p50_ms":0,"p99_ms":0,"max_ms":0,"in_flight_at_end":0}
+{"rate":10000,"achieved_rps":10001.348,"throughput":9984.565,"success":1,"requests":29995,"latency_ms":{"p50":0.829,"p90":4.679,"p99":11.921,"mean":0}}

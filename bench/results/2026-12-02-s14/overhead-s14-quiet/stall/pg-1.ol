@@ -1,0 +1,14 @@
+{"start_ms":0,"sent":2499,"errors":0,"p50_ms":0.866,"p99_ms":11.948,"max_ms":16.385,"in_flight_at_end":6}
+{"start_ms":250,"sent":2500,"errors":0,"p50_ms":1.429,"p99_ms":14.322,"max_ms":19.206,"in_flight_at_end":21}
+{"start_ms":500,"sent":2494,"errors":0,"p50_ms":3.656,"p99_ms":16.503,"max_ms":31.385,"in_flight_at_end":5}
+{"start_ms":750,"sent":2499,"errors":0,"p50_ms":1.531,"p99_ms":8.264,"max_ms":13.549,"in_flight_at_end":4}
+{"start_ms":1000,"sent":2396,"errors":0,"p50_ms":1.514,"p99_ms":20.416,"max_ms":24.663,"in_flight_at_end":4}
+{"start_ms":1250,"sent":2610,"errors":0,"p50_ms":5.323,"p99_ms":34.399,"max_ms":48.217,"in_flight_at_end":83}
+{"start_ms":1500,"sent":2502,"errors":0,"p50_ms":0.742,"p99_ms":8.247,"max_ms":10.733,"in_flight_at_end":5}
+{"start_ms":1750,"sent":2497,"errors":0,"p50_ms":0.584,"p99_ms":5.971,"max_ms":9.494,"in_flight_at_end":49}
+{"start_ms":2000,"sent":2503,"errors":0,"p50_ms":1.569,"p99_ms":13.493,"max_ms":14.939,"in_flight_at_end":2}
+{"start_ms":2250,"sent":2500,"errors":0,"p50_ms":0.93,"p99_ms":7.936,"max_ms":12.637,"in_flight_at_end":32}
+{"start_ms":2500,"sent":2497,"errors":0,"p50_ms":0.579,"p99_ms":3.824,"max_ms":7.288,"in_flight_at_end":8}
+{"start_ms":2750,"sent":2482,"errors":0,"p50_ms":0.954,"p99_ms":8.296,"max_ms":9.554,"in_flight_at_end":9}
+{"start_ms":3000,"sent":21,"errors":0,"p50_ms":1.427,"p99_ms":2.555,"max_ms":2.621,"in_flight_at_end":0}
+{"rate":10000,"achieved_rps":9989.782,"throughput":9984.825,"success":1,"requests":30000,"latency_ms":{"p50":1.255,"p90":7.13,"p99":17.588,"mean":0}}

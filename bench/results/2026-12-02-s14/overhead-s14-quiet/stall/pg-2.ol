@@ -1,0 +1,14 @@
+{"start_ms":0,"sent":2511,"errors":0,"p50_ms":0.678,"p99_ms":7.402,"max_ms":9.899,"in_flight_at_end":2}
+{"start_ms":250,"sent":2498,"errors":0,"p50_ms":0.395,"p99_ms":7.624,"max_ms":10.571,"in_flight_at_end":32}
+{"start_ms":500,"sent":2491,"errors":0,"p50_ms":0.624,"p99_ms":5.79,"max_ms":9.616,"in_flight_at_end":6}
+{"start_ms":750,"sent":2511,"errors":0,"p50_ms":0.696,"p99_ms":6.557,"max_ms":7.672,"in_flight_at_end":3}
+{"start_ms":1000,"sent":2488,"errors":0,"p50_ms":1.358,"p99_ms":51.116,"max_ms":58.05,"in_flight_at_end":120}
+{"start_ms":1250,"sent":2512,"errors":0,"p50_ms":2.631,"p99_ms":23.761,"max_ms":29.005,"in_flight_at_end":8}
+{"start_ms":1500,"sent":2500,"errors":0,"p50_ms":0.796,"p99_ms":11.692,"max_ms":16.794,"in_flight_at_end":17}
+{"start_ms":1750,"sent":2500,"errors":0,"p50_ms":0.508,"p99_ms":7.29,"max_ms":7.865,"in_flight_at_end":4}
+{"start_ms":2000,"sent":2490,"errors":0,"p50_ms":0.594,"p99_ms":9.455,"max_ms":13.2,"in_flight_at_end":63}
+{"start_ms":2250,"sent":2510,"errors":0,"p50_ms":0.987,"p99_ms":7.751,"max_ms":14.997,"in_flight_at_end":3}
+{"start_ms":2500,"sent":2501,"errors":0,"p50_ms":0.306,"p99_ms":3.879,"max_ms":4.953,"in_flight_at_end":4}
+{"start_ms":2750,"sent":2487,"errors":0,"p50_ms":2.355,"p99_ms":15.747,"max_ms":19.039,"in_flight_at_end":32}
+{"start_ms":3000,"sent":0,"errors":0,"p50_ms":0,"p99_ms":0,"max_ms":0,"in_flight_at_end":0}
+{"rate":10000,"achieved_rps":10002.549,"throughput":9994.504,"success":1,"requests":29999,"latency_ms":{"p50":0.747,"p90":5.876,"p99":22.627,"mean":0}}

@@ -1,0 +1,14 @@
+{"start_ms":0,"sent":2500,"errors":0,"p50_ms":1.478,"p99_ms":10.048,"max_ms":15.292,"in_flight_at_end":35}
+{"start_ms":250,"sent":2501,"errors":0,"p50_ms":2.714,"p99_ms":22.398,"max_ms":29.862,"in_flight_at_end":69}
+{"start_ms":500,"sent":2480,"errors":0,"p50_ms":0.981,"p99_ms":10.331,"max_ms":13.164,"in_flight_at_end":45}
+{"start_ms":750,"sent":2519,"errors":0,"p50_ms":2.356,"p99_ms":13.566,"max_ms":15.888,"in_flight_at_end":25}
+{"start_ms":1000,"sent":2500,"errors":0,"p50_ms":1.336,"p99_ms":10.396,"max_ms":11.913,"in_flight_at_end":4}
+{"start_ms":1250,"sent":2493,"errors":0,"p50_ms":0.944,"p99_ms":10.073,"max_ms":15.551,"in_flight_at_end":41}
+{"start_ms":1500,"sent":2505,"errors":0,"p50_ms":1.039,"p99_ms":7.414,"max_ms":10.802,"in_flight_at_end":13}
+{"start_ms":1750,"sent":2500,"errors":0,"p50_ms":1.748,"p99_ms":15.89,"max_ms":19.807,"in_flight_at_end":89}
+{"start_ms":2000,"sent":2503,"errors":0,"p50_ms":9.584,"p99_ms":31.742,"max_ms":46.788,"in_flight_at_end":10}
+{"start_ms":2250,"sent":2498,"errors":0,"p50_ms":3.956,"p99_ms":32.135,"max_ms":39.263,"in_flight_at_end":4}
+{"start_ms":2500,"sent":2499,"errors":0,"p50_ms":1.145,"p99_ms":11.763,"max_ms":24.213,"in_flight_at_end":8}
+{"start_ms":2750,"sent":2487,"errors":0,"p50_ms":2.044,"p99_ms":12.4,"max_ms":18.827,"in_flight_at_end":9}
+{"start_ms":3000,"sent":14,"errors":0,"p50_ms":1.134,"p99_ms":1.528,"max_ms":1.675,"in_flight_at_end":0}
+{"rate":10000,"achieved_rps":9997.271,"throughput":9993.804,"success":1,"requests":29999,"latency_ms":{"p50":1.875,"p90":9.558,"p99":24.829,"mean":0}}

@@ -1,0 +1,14 @@
+{"start_ms":0,"sent":2497,"errors":0,"p50_ms":1.739,"p99_ms":11.451,"max_ms":13.52,"in_flight_at_end":11}
+{"start_ms":250,"sent":2501,"errors":0,"p50_ms":17.878,"p99_ms":49.491,"max_ms":57.12,"in_flight_at_end":289}
+{"start_ms":500,"sent":2496,"errors":0,"p50_ms":7.472,"p99_ms":41.859,"max_ms":51.663,"in_flight_at_end":60}
+{"start_ms":750,"sent":2506,"errors":0,"p50_ms":5.845,"p99_ms":26.927,"max_ms":31.036,"in_flight_at_end":7}
+{"start_ms":1000,"sent":2497,"errors":0,"p50_ms":1.989,"p99_ms":14.994,"max_ms":19.755,"in_flight_at_end":98}
+{"start_ms":1250,"sent":2501,"errors":0,"p50_ms":11.982,"p99_ms":33.516,"max_ms":38.078,"in_flight_at_end":156}
+{"start_ms":1500,"sent":2500,"errors":0,"p50_ms":3.666,"p99_ms":19.548,"max_ms":25.245,"in_flight_at_end":53}
+{"start_ms":1750,"sent":2501,"errors":0,"p50_ms":7.052,"p99_ms":28.009,"max_ms":41.611,"in_flight_at_end":191}
+{"start_ms":2000,"sent":2501,"errors":0,"p50_ms":3.79,"p99_ms":22.608,"max_ms":29.296,"in_flight_at_end":37}
+{"start_ms":2250,"sent":2499,"errors":0,"p50_ms":8.576,"p99_ms":44.444,"max_ms":50.171,"in_flight_at_end":56}
+{"start_ms":2500,"sent":2498,"errors":0,"p50_ms":5.771,"p99_ms":20.331,"max_ms":22.974,"in_flight_at_end":71}
+{"start_ms":2750,"sent":2501,"errors":0,"p50_ms":5.698,"p99_ms":26.073,"max_ms":27.977,"in_flight_at_end":85}
+{"start_ms":3000,"sent":1,"errors":0,"p50_ms":0.556,"p99_ms":0.556,"max_ms":0.556,"in_flight_at_end":0}
+{"rate":10000,"achieved_rps":9991.685,"throughput":9989.833,"success":1,"requests":29999,"latency_ms":{"p50":5.384,"p90":20.399,"p99":38.599,"mean":0}}

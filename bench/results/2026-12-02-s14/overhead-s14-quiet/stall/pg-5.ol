@@ -1,0 +1,14 @@
+{"start_ms":0,"sent":2511,"errors":0,"p50_ms":0.491,"p99_ms":3.893,"max_ms":7.318,"in_flight_at_end":5}
+{"start_ms":250,"sent":2501,"errors":0,"p50_ms":0.567,"p99_ms":4.48,"max_ms":6.12,"in_flight_at_end":45}
+{"start_ms":500,"sent":2499,"errors":0,"p50_ms":0.74,"p99_ms":5.458,"max_ms":7.259,"in_flight_at_end":4}
+{"start_ms":750,"sent":2497,"errors":0,"p50_ms":0.591,"p99_ms":5.865,"max_ms":8.059,"in_flight_at_end":6}
+{"start_ms":1000,"sent":2504,"errors":0,"p50_ms":0.289,"p99_ms":7.42,"max_ms":8.482,"in_flight_at_end":18}
+{"start_ms":1250,"sent":2496,"errors":0,"p50_ms":1.224,"p99_ms":7.216,"max_ms":8.664,"in_flight_at_end":10}
+{"start_ms":1500,"sent":2502,"errors":0,"p50_ms":0.548,"p99_ms":7.963,"max_ms":11.364,"in_flight_at_end":5}
+{"start_ms":1750,"sent":2501,"errors":0,"p50_ms":0.728,"p99_ms":17.309,"max_ms":22.754,"in_flight_at_end":5}
+{"start_ms":2000,"sent":2499,"errors":0,"p50_ms":0.691,"p99_ms":10.93,"max_ms":22.137,"in_flight_at_end":24}
+{"start_ms":2250,"sent":2472,"errors":0,"p50_ms":0.758,"p99_ms":10.265,"max_ms":14.516,"in_flight_at_end":60}
+{"start_ms":2500,"sent":2528,"errors":0,"p50_ms":0.64,"p99_ms":6.683,"max_ms":9.659,"in_flight_at_end":7}
+{"start_ms":2750,"sent":2485,"errors":0,"p50_ms":1.41,"p99_ms":9.989,"max_ms":14.846,"in_flight_at_end":0}
+{"start_ms":3000,"sent":0,"errors":0,"p50_ms":0,"p99_ms":0,"max_ms":0,"in_flight_at_end":0}
+{"rate":10000,"achieved_rps":10001.592,"throughput":9999.349,"success":1,"requests":29995,"latency_ms":{"p50":0.662,"p90":3.45,"p99":10.22,"mean":0}}

@@ -1,0 +1,14 @@
+{"start_ms":0,"sent":2500,"errors":0,"p50_ms":0.625,"p99_ms":8.614,"max_ms":10.97,"in_flight_at_end":8}
+{"start_ms":250,"sent":2500,"errors":0,"p50_ms":0.556,"p99_ms":9.162,"max_ms":13.944,"in_flight_at_end":3}
+{"start_ms":500,"sent":2501,"errors":0,"p50_ms":1.906,"p99_ms":11.621,"max_ms":16.831,"in_flight_at_end":43}
+{"start_ms":750,"sent":2500,"errors":0,"p50_ms":1.597,"p99_ms":19.19,"max_ms":28.866,"in_flight_at_end":31}
+{"start_ms":1000,"sent":2499,"errors":0,"p50_ms":0.834,"p99_ms":8.179,"max_ms":12.477,"in_flight_at_end":10}
+{"start_ms":1250,"sent":2500,"errors":0,"p50_ms":0.864,"p99_ms":15.218,"max_ms":16.725,"in_flight_at_end":41}
+{"start_ms":1500,"sent":2491,"errors":0,"p50_ms":0.865,"p99_ms":9.792,"max_ms":12.708,"in_flight_at_end":78}
+{"start_ms":1750,"sent":2508,"errors":0,"p50_ms":0.901,"p99_ms":8.064,"max_ms":14.568,"in_flight_at_end":10}
+{"start_ms":2000,"sent":2500,"errors":0,"p50_ms":0.706,"p99_ms":5.776,"max_ms":8.953,"in_flight_at_end":4}
+{"start_ms":2250,"sent":2491,"errors":0,"p50_ms":0.601,"p99_ms":8.057,"max_ms":11.812,"in_flight_at_end":19}
+{"start_ms":2500,"sent":2511,"errors":0,"p50_ms":0.944,"p99_ms":9.507,"max_ms":16.53,"in_flight_at_end":5}
+{"start_ms":2750,"sent":2499,"errors":0,"p50_ms":1.349,"p99_ms":11.087,"max_ms":13.251,"in_flight_at_end":1}
+{"start_ms":3000,"sent":0,"errors":0,"p50_ms":0,"p99_ms":0,"max_ms":0,"in_flight_at_end":0}
+{"rate":10000,"achieved_rps":10000.126,"throughput":9999.209,"success":1,"requests":30000,"latency_ms":{"p50":0.881,"p90":4.943,"p99":11.358,"mean":0}}

@@ -1,0 +1,14 @@
+{"start_ms":0,"sent":2513,"errors":0,"p50_ms":0.54,"p99_ms":6.656,"max_ms":8.215,"in_flight_at_end":2}
+{"start_ms":250,"sent":2500,"errors":0,"p50_ms":0.467,"p99_ms":8.249,"max_ms":11.28,"in_flight_at_end":13}
+{"start_ms":500,"sent":2488,"errors":0,"p50_ms":7.458,"p99_ms":53.964,"max_ms":58.569,"in_flight_at_end":32}
+{"start_ms":750,"sent":2510,"errors":0,"p50_ms":2.481,"p99_ms":21.938,"max_ms":26.27,"in_flight_at_end":6}
+{"start_ms":1000,"sent":2493,"errors":0,"p50_ms":5.389,"p99_ms":40.466,"max_ms":46.359,"in_flight_at_end":14}
+{"start_ms":1250,"sent":2497,"errors":0,"p50_ms":1.93,"p99_ms":9.951,"max_ms":15.374,"in_flight_at_end":5}
+{"start_ms":1500,"sent":2506,"errors":0,"p50_ms":2.642,"p99_ms":17.038,"max_ms":19.216,"in_flight_at_end":11}
+{"start_ms":1750,"sent":2502,"errors":0,"p50_ms":2.009,"p99_ms":21.824,"max_ms":33.031,"in_flight_at_end":51}
+{"start_ms":2000,"sent":2486,"errors":0,"p50_ms":3.488,"p99_ms":57.879,"max_ms":75.452,"in_flight_at_end":302}
+{"start_ms":2250,"sent":2518,"errors":0,"p50_ms":5.085,"p99_ms":39.78,"max_ms":45.077,"in_flight_at_end":10}
+{"start_ms":2500,"sent":2491,"errors":0,"p50_ms":0.73,"p99_ms":6.89,"max_ms":9.731,"in_flight_at_end":84}
+{"start_ms":2750,"sent":2496,"errors":0,"p50_ms":1.079,"p99_ms":10.507,"max_ms":12.418,"in_flight_at_end":0}
+{"start_ms":3000,"sent":0,"errors":0,"p50_ms":0,"p99_ms":0,"max_ms":0,"in_flight_at_end":0}
+{"rate":10000,"achieved_rps":10003.327,"throughput":10001.542,"success":1,"requests":30000,"latency_ms":{"p50":1.839,"p90":18.156,"p99":45.133,"mean":0}}

@@ -1,0 +1,14 @@
+{"start_ms":0,"sent":2511,"errors":0,"p50_ms":1.008,"p99_ms":8.819,"max_ms":13.164,"in_flight_at_end":4}
+{"start_ms":250,"sent":2496,"errors":0,"p50_ms":0.664,"p99_ms":11.156,"max_ms":17.93,"in_flight_at_end":60}
+{"start_ms":500,"sent":2477,"errors":0,"p50_ms":1.444,"p99_ms":9.135,"max_ms":12.051,"in_flight_at_end":3}
+{"start_ms":750,"sent":2527,"errors":0,"p50_ms":0.823,"p99_ms":7.71,"max_ms":11.357,"in_flight_at_end":9}
+{"start_ms":1000,"sent":2492,"errors":0,"p50_ms":1.965,"p99_ms":26.249,"max_ms":29.381,"in_flight_at_end":38}
+{"start_ms":1250,"sent":2509,"errors":0,"p50_ms":0.523,"p99_ms":10.244,"max_ms":14.56,"in_flight_at_end":6}
+{"start_ms":1500,"sent":2491,"errors":0,"p50_ms":0.984,"p99_ms":14.245,"max_ms":21.326,"in_flight_at_end":23}
+{"start_ms":1750,"sent":2503,"errors":0,"p50_ms":0.768,"p99_ms":6.041,"max_ms":9.627,"in_flight_at_end":33}
+{"start_ms":2000,"sent":2505,"errors":0,"p50_ms":0.675,"p99_ms":8.963,"max_ms":11.836,"in_flight_at_end":3}
+{"start_ms":2250,"sent":2500,"errors":0,"p50_ms":0.322,"p99_ms":6.833,"max_ms":8.963,"in_flight_at_end":7}
+{"start_ms":2500,"sent":2500,"errors":0,"p50_ms":0.681,"p99_ms":14.677,"max_ms":21.118,"in_flight_at_end":5}
+{"start_ms":2750,"sent":2487,"errors":0,"p50_ms":0.824,"p99_ms":24.929,"max_ms":37.222,"in_flight_at_end":49}
+{"start_ms":3000,"sent":0,"errors":0,"p50_ms":0,"p99_ms":0,"max_ms":0,"in_flight_at_end":0}
+{"rate":10000,"achieved_rps":10000.947,"throughput":9989.38,"success":1,"requests":29998,"latency_ms":{"p50":0.772,"p90":5.707,"p99":18.429,"mean":0}}

@@ -1,0 +1,14 @@
+{"start_ms":0,"sent":2497,"errors":0,"p50_ms":2.073,"p99_ms":11.712,"max_ms":15.673,"in_flight_at_end":82}
+{"start_ms":250,"sent":2505,"errors":0,"p50_ms":1.158,"p99_ms":16.448,"max_ms":23.121,"in_flight_at_end":2}
+{"start_ms":500,"sent":2500,"errors":0,"p50_ms":0.399,"p99_ms":4.134,"max_ms":6.332,"in_flight_at_end":6}
+{"start_ms":750,"sent":2499,"errors":0,"p50_ms":0.784,"p99_ms":7.206,"max_ms":8.65,"in_flight_at_end":3}
+{"start_ms":1000,"sent":2501,"errors":0,"p50_ms":0.654,"p99_ms":6.366,"max_ms":11.371,"in_flight_at_end":3}
+{"start_ms":1250,"sent":2499,"errors":0,"p50_ms":0.707,"p99_ms":4.266,"max_ms":5.643,"in_flight_at_end":15}
+{"start_ms":1500,"sent":2501,"errors":0,"p50_ms":0.483,"p99_ms":7.261,"max_ms":10.3,"in_flight_at_end":15}
+{"start_ms":1750,"sent":2500,"errors":0,"p50_ms":0.87,"p99_ms":8.888,"max_ms":16.013,"in_flight_at_end":6}
+{"start_ms":2000,"sent":2499,"errors":0,"p50_ms":2.438,"p99_ms":13.133,"max_ms":15.644,"in_flight_at_end":51}
+{"start_ms":2250,"sent":2475,"errors":0,"p50_ms":31.497,"p99_ms":82.774,"max_ms":99.756,"in_flight_at_end":427}
+{"start_ms":2500,"sent":2526,"errors":0,"p50_ms":15.751,"p99_ms":70.977,"max_ms":78.425,"in_flight_at_end":17}
+{"start_ms":2750,"sent":2495,"errors":0,"p50_ms":10.074,"p99_ms":50.507,"max_ms":54.968,"in_flight_at_end":24}
+{"start_ms":3000,"sent":1,"errors":0,"p50_ms":0.872,"p99_ms":0.872,"max_ms":0.872,"in_flight_at_end":0}
+{"rate":10000,"achieved_rps":9999.31,"throughput":9996.222,"success":1,"requests":29998,"latency_ms":{"p50":1.46,"p90":23.467,"p99":52.534,"mean":0}}

@@ -1,0 +1,14 @@
+{"start_ms":0,"sent":2494,"errors":0,"p50_ms":1.568,"p99_ms":11.671,"max_ms":13.418,"in_flight_at_end":2}
+{"start_ms":250,"sent":2508,"errors":0,"p50_ms":3.146,"p99_ms":47.627,"max_ms":53.766,"in_flight_at_end":226}
+{"start_ms":500,"sent":2501,"errors":0,"p50_ms":3.904,"p99_ms":34.031,"max_ms":42.063,"in_flight_at_end":17}
+{"start_ms":750,"sent":2496,"errors":0,"p50_ms":4.792,"p99_ms":17.034,"max_ms":19.722,"in_flight_at_end":33}
+{"start_ms":1000,"sent":2497,"errors":0,"p50_ms":4.759,"p99_ms":26.655,"max_ms":29.949,"in_flight_at_end":137}
+{"start_ms":1250,"sent":2489,"errors":0,"p50_ms":5.18,"p99_ms":20.005,"max_ms":21.137,"in_flight_at_end":74}
+{"start_ms":1500,"sent":2517,"errors":0,"p50_ms":2.427,"p99_ms":12.818,"max_ms":13.97,"in_flight_at_end":2}
+{"start_ms":1750,"sent":2497,"errors":0,"p50_ms":2.115,"p99_ms":23.545,"max_ms":33.314,"in_flight_at_end":110}
+{"start_ms":2000,"sent":2497,"errors":0,"p50_ms":6.422,"p99_ms":34.037,"max_ms":41.256,"in_flight_at_end":16}
+{"start_ms":2250,"sent":2499,"errors":0,"p50_ms":2.397,"p99_ms":19.451,"max_ms":21.583,"in_flight_at_end":2}
+{"start_ms":2500,"sent":2497,"errors":0,"p50_ms":4.697,"p99_ms":25.724,"max_ms":27.587,"in_flight_at_end":20}
+{"start_ms":2750,"sent":2502,"errors":0,"p50_ms":2.482,"p99_ms":17.669,"max_ms":33.734,"in_flight_at_end":186}
+{"start_ms":3000,"sent":1,"errors":0,"p50_ms":10.032,"p99_ms":10.032,"max_ms":10.032,"in_flight_at_end":0}
+{"rate":10000,"achieved_rps":9991.221,"throughput":9957.945,"success":1,"requests":29995,"latency_ms":{"p50":3.525,"p90":13.663,"p99":31.17,"mean":0}}

@@ -1,0 +1,14 @@
+{"start_ms":0,"sent":2492,"errors":0,"p50_ms":0.869,"p99_ms":11.131,"max_ms":14.603,"in_flight_at_end":44}
+{"start_ms":250,"sent":2502,"errors":0,"p50_ms":1.137,"p99_ms":25.078,"max_ms":32.773,"in_flight_at_end":48}
+{"start_ms":500,"sent":2465,"errors":0,"p50_ms":0.572,"p99_ms":4.294,"max_ms":6.704,"in_flight_at_end":4}
+{"start_ms":750,"sent":2542,"errors":0,"p50_ms":0.387,"p99_ms":6.6,"max_ms":10.88,"in_flight_at_end":3}
+{"start_ms":1000,"sent":2499,"errors":0,"p50_ms":0.452,"p99_ms":5.545,"max_ms":9.087,"in_flight_at_end":7}
+{"start_ms":1250,"sent":2501,"errors":0,"p50_ms":1.467,"p99_ms":10.492,"max_ms":11.798,"in_flight_at_end":4}
+{"start_ms":1500,"sent":2499,"errors":0,"p50_ms":0.356,"p99_ms":3.858,"max_ms":8.306,"in_flight_at_end":2}
+{"start_ms":1750,"sent":2500,"errors":0,"p50_ms":0.336,"p99_ms":7.56,"max_ms":10.84,"in_flight_at_end":2}
+{"start_ms":2000,"sent":2501,"errors":0,"p50_ms":0.433,"p99_ms":5.63,"max_ms":7.801,"in_flight_at_end":6}
+{"start_ms":2250,"sent":2499,"errors":0,"p50_ms":0.839,"p99_ms":12.665,"max_ms":18.126,"in_flight_at_end":34}
+{"start_ms":2500,"sent":2499,"errors":0,"p50_ms":0.701,"p99_ms":5.848,"max_ms":6.861,"in_flight_at_end":1}
+{"start_ms":2750,"sent":2500,"errors":0,"p50_ms":0.987,"p99_ms":10.568,"max_ms":11.748,"in_flight_at_end":10}
+{"start_ms":3000,"sent":1,"errors":0,"p50_ms":0.523,"p99_ms":0.523,"max_ms":0.523,"in_flight_at_end":0}
+{"rate":10000,"achieved_rps":9998.974,"throughput":9997.23,"success":1,"requests":30000,"latency_ms":{"p50":0.612,"p90":3.872,"p99":11.966,"mean":0}}

@@ -1,0 +1,14 @@
+{"start_ms":0,"sent":2500,"errors":0,"p50_ms":0.504,"p99_ms":5.907,"max_ms":7.737,"in_flight_at_end":5}
+{"start_ms":250,"sent":2498,"errors":0,"p50_ms":0.632,"p99_ms":6.331,"max_ms":11.683,"in_flight_at_end":8}
+{"start_ms":500,"sent":2503,"errors":0,"p50_ms":0.624,"p99_ms":5.785,"max_ms":9.093,"in_flight_at_end":18}
+{"start_ms":750,"sent":2499,"errors":0,"p50_ms":0.915,"p99_ms":11.38,"max_ms":15.181,"in_flight_at_end":4}
+{"start_ms":1000,"sent":2500,"errors":0,"p50_ms":1.04,"p99_ms":12.436,"max_ms":19.417,"in_flight_at_end":15}
+{"start_ms":1250,"sent":2495,"errors":0,"p50_ms":0.694,"p99_ms":7.105,"max_ms":11.221,"in_flight_at_end":30}
+{"start_ms":1500,"sent":2498,"errors":0,"p50_ms":0.683,"p99_ms":6.168,"max_ms":10.348,"in_flight_at_end":37}
+{"start_ms":1750,"sent":2506,"errors":0,"p50_ms":0.74,"p99_ms":7.041,"max_ms":7.876,"in_flight_at_end":51}
+{"start_ms":2000,"sent":2502,"errors":0,"p50_ms":0.594,"p99_ms":4.166,"max_ms":5.946,"in_flight_at_end":1}
+{"start_ms":2250,"sent":2499,"errors":0,"p50_ms":0.441,"p99_ms":5.891,"max_ms":7.844,"in_flight_at_end":2}
+{"start_ms":2500,"sent":2501,"errors":0,"p50_ms":0.652,"p99_ms":5.777,"max_ms":9.081,"in_flight_at_end":2}
+{"start_ms":2750,"sent":2496,"errors":0,"p50_ms":0.534,"p99_ms":6.708,"max_ms":9.138,"in_flight_at_end":20}
+{"start_ms":3000,"sent":1,"errors":0,"p50_ms":0.536,"p99_ms":0.536,"max_ms":0.536,"in_flight_at_end":0}
+{"rate":10000,"achieved_rps":9997.775,"throughput":9995.988,"success":1,"requests":29998,"latency_ms":{"p50":0.66,"p90":3.142,"p99":7.292,"mean":0}}
