@@ -246,6 +246,7 @@ func unhex(c byte) int {
 // and, for 405, the Allow header value.
 func (a *allowList) admitPath(req *fasthttp.Request, rc *reqCtx) (status int, allow string) {
 	if a.all {
+		rc.path = rc.path[:0] // no decided path: see reqCtx.forwardedPath
 		return 0, ""
 	}
 	path, query, ok := normalizePath(rc.path, req.Header.RequestURI())

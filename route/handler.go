@@ -26,8 +26,9 @@ type reqCtx struct {
 	// (appendUpstreamID), then -r<n> on the n-th retry.
 	id, up []byte
 	xff    []byte
-	// path is the normalized request path, target the request target
-	// forwarded (route.allow_paths).
+	// path is the normalized request path route.allow_paths decided on
+	// (empty when it allows every path), target the request target
+	// forwarded.
 	path, target []byte
 	// clientClose: the client asked to close its connection after this
 	// response (Connection: close, or HTTP/1.0 without keep-alive).
@@ -40,6 +41,16 @@ type reqCtx struct {
 	resend5xx     bool
 	suspect       *Backend
 	suspectTicket breaker.Ticket
+}
+
+// forwardedPath is the path req goes upstream with: the one
+// route.allow_paths decided on and forwards, already normalized; with every
+// path allowed, the URI's (which parses it).
+func (rc *reqCtx) forwardedPath(req *fasthttp.Request) []byte {
+	if len(rc.path) > 0 {
+		return rc.path
+	}
+	return req.URI().Path()
 }
 
 func newReqCtx() *reqCtx {
@@ -138,7 +149,7 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	rc.ex.Extract(body, rt.blockChars, rt.maxBlocks, &rc.info)
-	if rc.info.Stream && !streamsAt(ctx.Request.URI().Path()) {
+	if rc.info.Stream && !streamsAt(rc.forwardedPath(&ctx.Request)) {
 		rc.info.Stream = false // the answer comes whole (streamsAt)
 	}
 

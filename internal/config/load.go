@@ -115,8 +115,9 @@ const DefaultPodSpeedForeign = 0.25
 // p99 geomean 0.967 (sweep A, 64 cells), 0.957 (lognormal and trace sizes,
 // 64), 0.982 (bimodal on-off, 48); losses to a blind policy 1 -> 0, none
 // new; long-lived pods and a lone proxy unchanged. Live (trace_hetero_r8,
-// 10 seeds): pooled 0.97x in both holds, per seed 1.07x, within the
-// noise (bench/results/2026-12-02-s14/trace).
+// 20 seeds in four holds): per seed 1.05x (7 of 20 lower), not resolved,
+// and each build replayed different requests (bench/results/2026-12-02-s14/
+// trace): to be settled with a fixed -capacity.
 const DefaultPodSpeedFresh = true
 
 // DefaultSeatWeight is route.load.seat_weight's default.
