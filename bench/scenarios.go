@@ -87,7 +87,7 @@ type Options struct {
 	// at the start of the run, so that seed k replays the same requests
 	// in every run: the measured capacity varies by a request or two a
 	// second between runs on a shared machine, which shifts every seed's
-	// window (bench/README.md, issue 13 session 9).
+	// window (bench/HISTORY.md, issue 13 session 9).
 	TraceRows int
 	// Variants, if set, runs only the scenario entries of these names
 	// (e.g. trace_hetero_r1,steady_80).

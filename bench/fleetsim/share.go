@@ -11,7 +11,7 @@ import (
 // report: nothing in production (replicas share nothing), and in the
 // comparison runs of the strategy suffixes below one part of a proxy's
 // knowledge made fleet-wide, so that the value of each part can be
-// measured (bench/README.md, issue 13 session 7). None of these is a
+// measured (bench/HISTORY.md, issue 13 session 7). None of these is a
 // signal a deployed proxy has; they bound what a signal standing for it
 // could gain.
 type share struct {

@@ -325,7 +325,7 @@ func (s *sim) podCost(idx int32, f func(*pod)) {
 // (and pod costs no longer counted): no decision reads a report after the
 // last request is routed, so scraping through the drain would only cost
 // simulation time (a sixth of the events of the 60 s cached run at
-// N=1,024, R=32: bench/README.md, cost of the simulation).
+// N=1,024, R=32: bench/HISTORY.md, cost of the simulation).
 func (s *sim) scrapeIssue(ri, pi int) {
 	if s.now >= s.cfg.Duration && s.srcDone {
 		return

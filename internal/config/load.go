@@ -6,7 +6,7 @@ const (
 	// token work: prompt tokens queued ahead plus the request's own
 	// prefill. The default since issue 13 session 5: it won or tied
 	// requests mode in every 6-seed live comparison once the token work
-	// was counted right (bench/README.md, "Session 5").
+	// was counted right (bench/HISTORY.md, "Session 5").
 	LoadTokens = "tokens"
 	// LoadRequests scores candidates by request counts (running + waiting,
 	// corrected by this proxy's dispatches), as EPP does.
@@ -26,7 +26,7 @@ type LoadModel struct {
 	// WaitingWeight: what one request not yet past its prefill (queued for
 	// a batch seat, or prefilling) counts, in requests, on top of its
 	// prefill work (tokens mode). Default 1: it needs a batch seat as a
-	// running request holds one (bench/README.md, issue 13 session 4).
+	// running request holds one (bench/HISTORY.md, issue 13 session 4).
 	WaitingWeight float64 `yaml:"waiting_weight"`
 	// LearnSpeed: scale each backend's expected time to first token by its
 	// learned time per prompt token (a slow server looks slow). Default true.
@@ -84,7 +84,7 @@ type LoadModel struct {
 // bench's trace replay on the hetero fleet at R=8, probe with pod_speed 0.5
 // had 1.19x the p99 TTFT of the learned speed alone per seed (6 seeds; one
 // hold of 3 seeds 1.47x, every seed worse, the other 0.87x), a tie at R=1,
-// while fleetsim showed +-1% (bench/README.md, issue 13 session 6).
+// while fleetsim showed +-1% (bench/HISTORY.md, issue 13 session 6).
 const DefaultPodSpeed = 0.0
 
 // DefaultPodSpeedSamples is route.load.pod_speed_samples's default: 8,
@@ -97,7 +97,7 @@ const DefaultPodSpeed = 0.0
 // (fleetsim) and 1.10x per seed (live, session 9). Fresh pods are never
 // seeded. Cost: fleetsim's homogeneous workloads with long-lived pods at 8
 // replicas, 1.01-1.05x per window; live replicas_r8 0.93x per seed (6
-// seeds) (bench/README.md, issue 13 session 10).
+// seeds) (bench/HISTORY.md, issue 13 session 10).
 const DefaultPodSpeedSamples = 8.0
 
 // DefaultPodSpeedForeign is route.load.pod_speed_foreign's default: a

@@ -5,8 +5,8 @@ package config
 // all of them in pools of fewer than LargePool backends, and LargePoolD
 // (waiting for all of them) from LargePool backends up.
 //
-// The figures are in bench/README.md ("A size-aware d (session 3)", in the
-// fleetsim section) and bench/results/2026-12-01/auto_d. The proxy cannot
+// The figures are in bench/HISTORY.md ("A size-aware d (session 3)", under
+// session 3) and bench/results/2026-12-01/auto_d. The proxy cannot
 // know how many replicas share the fleet, so the boundary is the smallest
 // measured pool size at which d=4 with quorum 4 had a lower p99 TTFT than
 // d=2 with quorum 2 at every replica count: 32 pods, live at 1, 4 and 8

@@ -259,7 +259,7 @@ func fail(err error) {
 // of them are in the top (tops), and for how many the deciding replica
 // had learned the last pod's speed (route.load.learn_speed) at arrival:
 // in the trace replay the tail is made at the start of a window, when
-// proxies at R=8 have timed few first bytes of each pod (bench/README.md,
+// proxies at R=8 have timed few first bytes of each pod (bench/HISTORY.md,
 // issue 13 session 7).
 func coldStart(st string, r int, recs, tops []*fleetsim.Record) {
 	bounds := []time.Duration{2 * time.Second, 5 * time.Second, 10 * time.Second}
