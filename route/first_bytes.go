@@ -82,13 +82,39 @@ func (f *firstChunk) bytes() []byte {
 // (bufio gives up after 100 as well).
 const maxEmptyReads = 100
 
-// readFirst waits for the first bytes of the body up. A zero-length read
-// first waits without a buffer (for a chunked body, until the first
-// chunk's size line arrives; other readers return at once), then one read
-// takes them into a pooled buffer. Each read waits at most
-// upstream.idle_timeout (deadlineConn). It returns an error only when the
-// body failed before any byte of it: then no buffer is held.
-func readFirst(up io.Reader) (firstChunk, error) {
+// clientWriteBuffer is the size of a client connection's write buffer
+// (the server's WriteBufferSize, newServer). fasthttp writes a response
+// into it and flushes it when it fills or the response ends; when a
+// body's read fails before that, it closes the connection without
+// flushing: the client gets nothing at all, not even the head.
+const clientWriteBuffer = 4 << 10
+
+// firstWant is how many of a body's bytes readFirst waits for before the
+// head is committed to the client: one for a body of unknown length,
+// whose chunks fasthttp flushes one by one (the head goes out with the
+// first), and for a Content-Length-framed body up to clientWriteBuffer
+// (all of it when shorter): until then fasthttp may hold the whole
+// response unsent, so a failure while it does left the client an empty
+// reply where it can still get the error envelope or another backend's
+// answer; with that many bytes in hand, writing them flushes the head.
+// It costs a length-framed answer no wait its client sees: the answer is
+// of use to the client only whole, and a server that knows its length has
+// its bytes.
+func firstWant(size int) int {
+	if size > 0 {
+		return min(size, clientWriteBuffer)
+	}
+	return 1
+}
+
+// readFirst waits for the first want bytes of the body up (firstWant;
+// fewer when the body ends before them). A zero-length read first waits
+// without a buffer (for a chunked body, until the first chunk's size line
+// arrives; other readers return at once), then reads take them into a
+// pooled buffer. Each read waits at most upstream.idle_timeout
+// (deadlineConn). It returns an error only when the body failed before
+// want bytes of it: then no buffer is held (nothing reached the client).
+func readFirst(up io.Reader, want int) (firstChunk, error) {
 	if _, err := up.Read(nil); err != nil {
 		if errors.Is(err, io.EOF) {
 			return firstChunk{err: io.EOF}, nil
@@ -96,17 +122,25 @@ func readFirst(up io.Reader) (firstChunk, error) {
 		return firstChunk{}, err
 	}
 	buf := takePumpBuf()
-	for range maxEmptyReads {
-		n, err := up.Read((*buf)[chunkRoom : len(*buf)-chunkTail])
-		if n > 0 {
-			return firstChunk{buf: buf, n: n, err: err}, nil
-		}
-		if err != nil {
-			releasePumpBuf(buf)
-			if errors.Is(err, io.EOF) {
+	room := (*buf)[chunkRoom : len(*buf)-chunkTail]
+	n := 0
+	for empty := 0; empty < maxEmptyReads; {
+		m, err := up.Read(room[n:])
+		n += m
+		switch {
+		case err != nil && errors.Is(err, io.EOF):
+			if n == 0 {
+				releasePumpBuf(buf)
 				return firstChunk{err: io.EOF}, nil
 			}
+			return firstChunk{buf: buf, n: n, err: io.EOF}, nil
+		case err != nil && n < want:
+			releasePumpBuf(buf)
 			return firstChunk{}, err
+		case err != nil || n >= want:
+			return firstChunk{buf: buf, n: n, err: err}, nil
+		case m == 0:
+			empty++
 		}
 	}
 	releasePumpBuf(buf)

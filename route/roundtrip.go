@@ -169,11 +169,13 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 
 	var first firstChunk
 	if up != nil && !buffered && p.holds.take() {
-		// Hold the head until the body's first bytes (first_bytes.go):
-		// until then a failure can still be re-picked or answered with
-		// the envelope (writeError resets the response).
+		// Hold the head until the body's first bytes, or for a
+		// length-framed body enough of them that writing them flushes
+		// the head (firstWant, first_bytes.go): until then a failure can
+		// still be re-picked or answered with the envelope (writeError
+		// resets the response).
 		var err error
-		first, err = readFirst(up)
+		first, err = readFirst(up, firstWant(resp.Header.ContentLength()))
 		p.holds.give()
 		if err != nil {
 			p.metrics.firstByte.Observe(firstByte.Seconds())

@@ -42,6 +42,9 @@ func (p *Proxy) newServer(cfg *config.Config) *fasthttp.Server {
 		IdleTimeout:        clientIdleTimeout,
 		MaxRequestBodySize: int(maxBody),
 		ReadBufferSize:     cfg.Server.MaxHeaderBytes,
+		// fasthttp's default, named: readFirst holds a length-framed
+		// answer's head until it has this many body bytes (firstWant).
+		WriteBufferSize: clientWriteBuffer,
 		// Header names are parsed into canonical form, so that every
 		// lookup and deletion of the proxy matches any case (RFC 9110
 		// section 5.1); see hdrRequestID.
