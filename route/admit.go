@@ -24,6 +24,7 @@ import (
 //     trailers into the header section (RFC 9110 section 6.5.1 forbids
 //     it), where they pass for fields a gateway in front never checked.
 //     OpenAI clients send none.
+//   - No body on GET, HEAD or TRACE (carriesBody), else 400.
 func admit(h *fasthttp.RequestHeader) (status int, msg string) {
 	switch proto := h.Protocol(); {
 	case string(proto) == "HTTP/1.1":
@@ -40,7 +41,33 @@ func admit(h *fasthttp.RequestHeader) (status int, msg string) {
 	if len(h.PeekTrailerKeys()) > 0 {
 		return fasthttp.StatusBadRequest, "request trailer fields are not supported"
 	}
+	if carriesBody(h) && (h.IsGet() || h.IsHead() || h.IsTrace()) {
+		return fasthttp.StatusBadRequest, msgBodyNotAllowed
+	}
 	return 0, ""
+}
+
+// msgBodyNotAllowed refuses a GET, HEAD or TRACE request with a body.
+const msgBodyNotAllowed = "GET, HEAD and TRACE requests must not carry a body"
+
+// carriesBody reports whether a request read whole carries a body: a
+// Content-Length above 0 (fasthttp read that many bytes), or chunks that
+// held bytes (a chunked body with none reads as Content-Length 0, and is
+// forwarded as no body).
+//
+// On GET, HEAD and TRACE such a body is refused (admit). RFC 9110 gives
+// it no meaning (sections 9.3.1, 9.3.2; a TRACE client "MUST NOT send
+// content") and warns that some implementations reject it for its
+// potential as a request smuggling attack: a server that ignores
+// Content-Length on GET (the CL.0 class) reads the body as the next
+// request on the connection. Forwarded on the proxy's pooled connection,
+// that request would be one route.allow_paths never judged (a pod's
+// /sleep or /v1/load_lora_adapter), and its answer another client's.
+// vLLM's GET routes (/v1/models, /health, /version) read no body, so
+// nothing a client needs is lost; nginx forwards such bodies, as
+// fasthttp's client would.
+func carriesBody(h *fasthttp.RequestHeader) bool {
+	return h.ContentLength() > 0 || h.ContentLength() == -1
 }
 
 // validTarget reports whether a raw request target is one the proxy
