@@ -296,7 +296,7 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 // hop-by-hop fields stripped, the client's IP appended to X-Forwarded-For,
 // the client's X-Request-Id taken out into rc.id (or one generated; the
 // result reports whether the client's was replaced), the client's ORCA
-// request field and Expect removed. fields is what scanFields found the header to
+// request field, Expect, Forwarded and X-Real-Ip removed. fields is what scanFields found the header to
 // hold; allFields does the same work without knowing.
 func (p *Proxy) cleanRequest(ctx *fasthttp.RequestCtx, rc *reqCtx, fields fieldSet) (idReplaced bool) {
 	h := &ctx.Request.Header
@@ -334,6 +334,14 @@ func (p *Proxy) cleanRequest(ctx *fasthttp.RequestCtx, rc *reqCtx, fields fieldS
 	// an interim 100, which costs the pooled connection (upstreamguard.go).
 	if fields&fExpect != 0 {
 		h.Del(hdrExpect)
+	}
+	// A client's claims of its own origin the proxy never makes
+	// (setForwardedFor's rule): dropped, so no backend trusts them.
+	if fields&fForwarded != 0 {
+		h.Del(hdrForwarded)
+	}
+	if fields&fRealIP != 0 {
+		h.Del(hdrRealIP)
 	}
 	return idSent && len(baseID) == 0
 }

@@ -12,6 +12,15 @@ import (
 // X-Forwarded-For field, in any case, is folded into one list first (RFC
 // 9110 section 5.3), so exactly one field reaches the backend. prior:
 // the request may hold one (scanFields).
+//
+// The rule for a client's word on its origin: X-Forwarded-For is appended
+// to, so its last entry is always the peer the proxy saw and the entries
+// before it are the client's claims (what uvicorn, with the proxy among
+// its forwarded_allow_ips, reads: the last entry not of a trusted proxy).
+// Forwarded and X-Real-Ip, which the proxy never sets, are removed in any
+// case (cleanRequest): a backend that trusts them would otherwise take
+// the client's word for its address. The proxy runs behind L4 balancers,
+// which set none of them, so there is nothing to trust them from.
 func (p *Proxy) setForwardedFor(ctx *fasthttp.RequestCtx, rc *reqCtx, prior bool) {
 	rc.xff = rc.xff[:0]
 	h := &ctx.Request.Header
@@ -44,6 +53,8 @@ const (
 	hdrORCA         = "Endpoint-Load-Metrics"
 	hdrORCAFormat   = "Endpoint-Load-Metrics-Format"
 	hdrExpect       = "Expect"
+	hdrForwarded    = "Forwarded"
+	hdrRealIP       = "X-Real-Ip"
 )
 
 // maxRequestIDLen bounds a client's X-Request-Id: longer ids are replaced.
@@ -256,6 +267,8 @@ const (
 	fORCA
 	fORCAFormat
 	fExpect
+	fForwarded
+	fRealIP
 
 	numFields = iota
 	// hopFields are the hop-by-hop headers a proxy must not forward
@@ -272,6 +285,7 @@ var fieldNames = [numFields]string{
 	"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate",
 	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
 	hdrForwardedFor, hdrRequestID, hdrORCA, hdrORCAFormat, hdrExpect,
+	hdrForwarded, hdrRealIP,
 }
 
 // fieldOf returns the bit of the field named name, in any case, or 0.
