@@ -203,9 +203,20 @@ func (c keyedConn) LocalAddr() net.Addr { return c.local }
 // outside 100-599 (RFC 9110 section 15) is errBadStatus: fasthttp reads
 // "000" as no code at all and reports it as 200 (ResponseHeader.StatusCode),
 // so statusZero looks at the line itself first.
+//
+// A final head with both Content-Length and Transfer-Encoding fields is
+// errFramingBoth (framingBoth): fasthttp reads it by Transfer-Encoding and
+// drops the Content-Length, as RFC 9112 section 6.3 allows, but the same
+// section says such a message "ought to be handled as an error": it is
+// the shape of response splitting, and a hop between the proxy and the
+// model server that framed it by Content-Length leaves the bytes past
+// that framing to be read as the next exchange's answer. nginx answers
+// 502 ("upstream sent Content-Length and Transfer-Encoding headers at the
+// same time"); so does the proxy, and the connection is closed.
 func readHead(h *fasthttp.ResponseHeader, br *bufio.Reader) error {
 	for n := 0; ; n++ {
 		zero := statusZero(br)
+		both := framingBoth(br)
 		if err := h.Read(br); err != nil {
 			return err
 		}
@@ -214,6 +225,9 @@ func readHead(h *fasthttp.ResponseHeader, br *bufio.Reader) error {
 		case zero || s < 100 || s > 599:
 			return errBadStatus
 		case s > 199 || s == fasthttp.StatusSwitchingProtocols:
+			if both {
+				return errFramingBoth
+			}
 			return nil
 		case n >= maxInterimHeads:
 			return errInterimHeads
@@ -223,6 +237,72 @@ func readHead(h *fasthttp.ResponseHeader, br *bufio.Reader) error {
 
 // errBadStatus: a response status code outside 100-599.
 var errBadStatus = errors.New("upstream status code outside 100-599")
+
+// errFramingBoth: a response head with both Content-Length and
+// Transfer-Encoding (readHead).
+var errFramingBoth = errors.New("upstream sent both Content-Length and Transfer-Encoding")
+
+// framingBoth reports whether the head br holds next has both a
+// Content-Length and a Transfer-Encoding field, names in any case, as
+// fasthttp's parser reads the lines (ended by LF, a CR before it
+// dropped; spaces before the colon trimmed). Like statusZero it waits
+// for no byte h.Read would not wait for: the head's end, which h.Read
+// needs too; a head longer than br's buffer is h.Read's to refuse. It
+// reads the buffered bytes once, a line at a time, comparing only lines
+// that begin with c or t.
+func framingBoth(br *bufio.Reader) bool {
+	if _, err := br.Peek(1); err != nil {
+		return false
+	}
+	var cl, te bool
+	b, _ := br.Peek(br.Buffered())
+	from := 0 // b[from:] is the line under way
+	first := true
+	for {
+		i := bytes.IndexByte(b[from:], '\n')
+		if i < 0 {
+			if len(b) >= br.Size() {
+				return false
+			}
+			if _, err := br.Peek(len(b) + 1); err != nil {
+				return false
+			}
+			b, _ = br.Peek(br.Buffered())
+			continue
+		}
+		line := b[from : from+i]
+		from += i + 1
+		if len(line) > 0 && line[len(line)-1] == '\r' {
+			line = line[:len(line)-1]
+		}
+		if len(line) == 0 {
+			if first {
+				continue // empty lines before the status line, which fasthttp skips
+			}
+			return cl && te
+		}
+		if first {
+			first = false // the status line
+			continue
+		}
+		switch line[0] | 0x20 {
+		case 'c':
+			cl = cl || fieldNamed(line, "content-length")
+		case 't':
+			te = te || fieldNamed(line, "transfer-encoding")
+		}
+	}
+}
+
+// fieldNamed reports whether a header line is a field named name, in any
+// case, spaces or tabs allowed before the colon.
+func fieldNamed(line []byte, name string) bool {
+	if len(line) <= len(name) || !asciiEqualFold(line[:len(name)], name) {
+		return false
+	}
+	rest := bytes.TrimLeft(line[len(name):], " \t")
+	return len(rest) > 0 && rest[0] == ':'
+}
 
 // statusZero reports whether the status line br holds next, as fasthttp
 // parses it (empty lines before it skipped, spaces after the version),

@@ -1,0 +1,69 @@
+package route
+
+import (
+	"bytes"
+	"io"
+	"net"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// A backend's answer with both Content-Length and Transfer-Encoding is a
+// malformed answer: the client gets the 502 envelope and the connection
+// is closed, never reused. RFC 9112 section 6.3 lets a recipient read
+// such a message by its Transfer-Encoding but says it "ought to be handled
+// as an error": it is the shape of response splitting, and whatever sits
+// between the proxy and the model server may have framed it by the other
+// field, leaving the bytes past one framing to be read as the next
+// exchange's answer. nginx answers 502 ("upstream sent Content-Length and
+// Transfer-Encoding headers at the same time"). fasthttp reads it by
+// Transfer-Encoding and drops the Content-Length: the proxy passed it on
+// as a 200 and sent the next request over the same connection.
+func TestBackendAnswerWithBothFramingsIsMalformed(t *testing.T) {
+	for _, head := range []string{
+		"Transfer-Encoding: chunked\r\nContent-Length: 2",
+		"Content-Length: 2\r\nTransfer-Encoding: chunked",
+		"content-length: 14\r\ntransfer-encoding: chunked",
+		"Content-Length: 0\r\nTransfer-Encoding: chunked",
+	} {
+		name := strings.ReplaceAll(head, "\r\n", ", ")
+		t.Run(name, func(t *testing.T) {
+			var n atomic.Int64
+			be := startRawBackend(t, func(c net.Conn, _ int, h []byte) bool {
+				if bytes.HasPrefix(h, []byte("GET /canary ")) {
+					_, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: "+itoa(len(canaryBody))+"\r\n\r\n"+canaryBody)
+					return err == nil
+				}
+				if n.Add(1) == 1 {
+					_, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"+head+"\r\n\r\n2\r\n{}\r\n0\r\n\r\n")
+					return err == nil
+				}
+				_, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 9\r\n\r\n{\"own\":1}")
+				return err == nil
+			})
+			cfg := testConfig(be.url())
+			cfg.Upstream.MaxConnsPerBackend = 1
+			cfg.Upstream.Retries = 0
+			tp := startProxy(t, cfg)
+			const req = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"
+			r := rawDo(t, tp.addr, req)
+			if r.status != 502 || !strings.Contains(r.body, `"code":502`) {
+				t.Fatalf("both framings: %d %q, want the 502 envelope", r.status, r.body)
+			}
+			r = rawDo(t, tp.addr, req)
+			if r.status != 200 || r.body != `{"own":1}` {
+				t.Fatalf("next request: %d %q, want its own answer", r.status, r.body)
+			}
+			var posts int
+			for _, l := range be.connLogs() {
+				if bytes.Contains(l, []byte("POST /v1/completions ")) {
+					posts++
+				}
+			}
+			if posts != 2 {
+				t.Fatalf("the two requests went over %d connection(s), want 2: the answer's connection is never reused", posts)
+			}
+		})
+	}
+}
