@@ -67,3 +67,47 @@ func TestBackendAnswerWithBothFramingsIsMalformed(t *testing.T) {
 		})
 	}
 }
+
+// Bytes a backend sends past an answer that has no body (to HEAD, a 204,
+// a 304) retire its connection, as stray bytes after any other answer
+// do: they belong to no exchange, and a backend that sends them (one that
+// answers HEAD as GET) is out of step with its own framing. When they
+// arrived in the same read as the head, the transport dropped them with
+// its read buffer and gave the connection back to the pool: the next
+// request went out on it.
+func TestStrayBytesAfterABodilessAnswerRetireTheConnection(t *testing.T) {
+	for _, c := range []struct{ req, answer string }{
+		{"HEAD /v1/models HTTP/1.1\r\nHost: x\r\n\r\n", "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 10\r\n\r\n{\"leak\":1}"},
+		{"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}", "HTTP/1.1 204 No Content\r\nContent-Length: 10\r\n\r\n{\"leak\":1}"},
+		{"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}", "HTTP/1.1 304 Not Modified\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n{\"leak\":1}"},
+	} {
+		t.Run(strings.Fields(c.answer)[1], func(t *testing.T) {
+			var n atomic.Int64
+			be := startRawBackend(t, func(conn net.Conn, _ int, h []byte) bool {
+				if bytes.HasPrefix(h, []byte("GET /canary ")) {
+					_, err := io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: "+itoa(len(canaryBody))+"\r\n\r\n"+canaryBody)
+					return err == nil
+				}
+				if n.Add(1) == 1 {
+					_, err := io.WriteString(conn, c.answer) // one write: head and stray bytes
+					return err == nil
+				}
+				_, err := io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 9\r\n\r\n{\"own\":1}")
+				return err == nil
+			})
+			cfg := testConfig(be.url())
+			cfg.Upstream.MaxConnsPerBackend = 1
+			tp := startProxy(t, cfg)
+			if r := rawDo(t, tp.addr, c.req); strings.Contains(r.body, "leak") {
+				t.Fatalf("first answer carried the stray bytes: %q", r.body)
+			}
+			r := rawDo(t, tp.addr, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}")
+			if r.status != 200 || r.body != `{"own":1}` {
+				t.Fatalf("next request: %d %q, want its own answer", r.status, r.body)
+			}
+			if got := len(be.connLogs()); got != 2 {
+				t.Fatalf("%d upstream connection(s), want 2: the one with stray bytes is never reused", got)
+			}
+		})
+	}
+}

@@ -86,6 +86,10 @@ func (upstreamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Reques
 	closeConn := req.ConnectionClose() || resp.ConnectionClose() || status == fasthttp.StatusSwitchingProtocols
 	if skip || noBody(status) {
 		resp.SkipBody = skip
+		// As after a buffered body: bytes read past a head that has no
+		// body belong to no exchange, and the reader's release would
+		// drop them unseen; the connection they came on is not reused.
+		closeConn = closeConn || br.Buffered() > 0
 		hc.ReleaseReader(br)
 		if closeConn {
 			hc.CloseConn(cc)
