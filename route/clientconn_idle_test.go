@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"go.uber.org/goleak"
 )
 
 // idleReq is a small keep-alive request.
@@ -230,9 +229,7 @@ func TestSilenceInsideARequestIsNotAnIdleWait(t *testing.T) {
 // the idle connections it holds, and its waiting goroutine ends.
 func TestShutdownClosesReleasedIdleConnections(t *testing.T) {
 	upURL := idleUpstream(t)
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(),
-		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*HostClient).connsCleaner"),
-		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*workerPool).Start.func2"))
+	defer noGoroutineLeft(t)()
 	tp := startReleasing(t, upURL, testRelease)
 	c, br := servedOnce(t, tp.addr)
 	waitReleased(t, tp.Proxy, 1)
@@ -261,11 +258,7 @@ func TestShutdownClosesReleasedIdleConnections(t *testing.T) {
 // for the whole idle timeout. Shutdown then leaves no goroutine behind.
 func TestConnectionAfterAStreamIsReleasedWhenIdle(t *testing.T) {
 	up := upstream(t, sseOrJSON(2, 5*time.Millisecond))
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(),
-		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*HostClient).connsCleaner"),
-		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*TCPDialer).tcpAddrsClean"),
-		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.updateServerDate.func1"),
-		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*workerPool).Start.func2"))
+	defer noGoroutineLeft(t)()
 	tp := startReleasing(t, up.URL, testRelease)
 	c, err := net.Dial("tcp", tp.addr)
 	if err != nil {

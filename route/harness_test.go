@@ -25,17 +25,31 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "TestMain:", err)
 		os.Exit(1)
 	}
-	goleak.VerifyTestMain(m,
+	goleak.VerifyTestMain(m, append([]goleak.Option{
 		goleak.Cleanup(func(code int) { cleanup(); os.Exit(code) }),
-		// fasthttp's own background sleepers: the idle-connection cleaner
-		// of each HostClient, the dialer's address cache cleaner, the server
-		// date updater and the worker pool cleaner. They wake up after
-		// seconds and exit; none of them is ours.
-		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*HostClient).connsCleaner"),
-		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*TCPDialer).tcpAddrsClean"),
-		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.updateServerDate.func1"),
-		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*workerPool).Start.func2"),
-	)
+	}, fasthttpSleepers...)...)
+}
+
+// fasthttpSleepers are fasthttp's own background sleepers: the
+// idle-connection cleaner of each HostClient, the dialer's address cache
+// cleaner, the worker pool cleaner, and the server date updater, which
+// the first server response of the process starts once (serverDateOnce)
+// and which then runs for the life of the process. None of them is ours.
+var fasthttpSleepers = []goleak.Option{
+	goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*HostClient).connsCleaner"),
+	goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*TCPDialer).tcpAddrsClean"),
+	goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.updateServerDate.func1"),
+	goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*workerPool).Start.func2"),
+}
+
+// noGoroutineLeft notes the goroutines running now; the function it
+// returns (defer it) fails t if any other is still running then, besides
+// fasthttp's sleepers. Whether a test is the process's first fasthttp
+// user (it starts the date updater) does not change its verdict.
+func noGoroutineLeft(t *testing.T) func() {
+	t.Helper()
+	opts := append([]goleak.Option{goleak.IgnoreCurrent()}, fasthttpSleepers...)
+	return func() { t.Helper(); goleak.VerifyNone(t, opts...) }
 }
 
 // testConfig returns a configuration for tests: the given backends, fast
