@@ -48,6 +48,9 @@ func TestProberCoalescesConcurrentRuns(t *testing.T) {
 			})
 		}
 		wg.Wait()
+		// Each probe's goroutine reports its outcome after it landed, so
+		// after its waiters returned: wait until both are done.
+		synctest.Wait()
 		if got := f.called(); len(got) != 2 {
 			t.Errorf("fetched %q, want one probe per backend", got)
 		}
@@ -55,7 +58,7 @@ func TestProberCoalescesConcurrentRuns(t *testing.T) {
 			t.Errorf("sent %d, coalesced %d; want 2 and 62", sent.Load(), coalesced.Load())
 		}
 		if obs.probe(OutcomeCoalesced) != 62 || obs.probe(OutcomeOK) != 2 {
-			t.Errorf("observed %v", obs.probes)
+			t.Errorf("observed %v", obs.probeCounts())
 		}
 	})
 }
@@ -126,7 +129,7 @@ func TestProberCancelsLoserOnlyWhenNobodyWaits(t *testing.T) {
 			t.Errorf("Run = %+v and %+v", r1, r2)
 		}
 		if obs.probe(OutcomeCancelled) != 1 || obs.probe(OutcomeTimeout) != 0 || obs.probe(OutcomeOK) != 2 {
-			t.Errorf("observed %v, want 2 ok and 1 cancelled", obs.probes)
+			t.Errorf("observed %v, want 2 ok and 1 cancelled", obs.probeCounts())
 		}
 	})
 }
@@ -156,7 +159,7 @@ func TestProberAbandonedFlightIsNotJoined(t *testing.T) {
 		}
 		synctest.Wait()
 		if obs.probe(OutcomeOK) != 3 || obs.probe(OutcomeCancelled) != 0 {
-			t.Errorf("observed %v: answers that arrive count as ok", obs.probes)
+			t.Errorf("observed %v: answers that arrive count as ok", obs.probeCounts())
 		}
 	})
 }
@@ -221,7 +224,7 @@ func TestProberDeafProbeEndsAtTheDeadline(t *testing.T) {
 			t.Errorf("%d probes of deaf, want 1", n)
 		}
 		if obs.probe(OutcomeOK) != 1 || obs.probe(OutcomeTimeout) != 0 || obs.probe(OutcomeSkippedSlow) != 1 {
-			t.Errorf("observed %v: answers that arrive count as ok", obs.probes)
+			t.Errorf("observed %v: answers that arrive count as ok", obs.probeCounts())
 		}
 		if res, want := p.Run(context.Background(), bs, nil), (Result{SkippedSlow: 1}); res != want {
 			t.Errorf("after the late answer: Run = %+v, want %+v (still slow)", res, want)
@@ -272,7 +275,7 @@ func TestProberSkipsSlowBackend(t *testing.T) {
 			t.Fatalf("after an answer in time: Run = %+v, want %+v", res, want)
 		}
 		if obs.probe(OutcomeSkippedSlow) != 2 || obs.probe(OutcomeTimeout) != 1 || obs.probe(OutcomeOK) != 6 {
-			t.Errorf("observed %v", obs.probes)
+			t.Errorf("observed %v", obs.probeCounts())
 		}
 	})
 }

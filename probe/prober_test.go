@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"runtime"
 	"slices"
@@ -107,6 +108,13 @@ func (o *countObserver) ScrapeInterval(addr string, d time.Duration) {
 	o.mu.Lock()
 	o.interval[addr] = append(o.interval[addr], d)
 	o.mu.Unlock()
+}
+
+// probeCounts returns a copy of the counts of every probe outcome.
+func (o *countObserver) probeCounts() map[string]int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return maps.Clone(o.probes)
 }
 
 func (o *countObserver) probe(outcome string) int {
@@ -693,7 +701,7 @@ func TestProberRecentStateRefreshedNotWaited(t *testing.T) {
 			t.Fatalf("a's refresh not reported: %+v", l)
 		}
 		if obs.probe(OutcomeSkippedRecent) != 1 || obs.probe(OutcomeOK) != 2 {
-			t.Fatalf("outcomes %v", obs.probes)
+			t.Fatalf("outcomes %v", obs.probeCounts())
 		}
 
 		// Both recent: nothing waited for, one refresh each, and a Run
