@@ -323,10 +323,15 @@ func stuckStreamsOpenTheBreaker(t *testing.T, sent string, want func(code int, b
 // silent longer than 2 s, so a silence is judged on the reports of the
 // watch's scrapes in its second half, a window of 2 s that a starved
 // process must fit (see blindConfig). The first_byte_timeout is
-// blindConfig's 4 s: a stream's head comes at once.
+// blindConfig's 4 s: a stream's head comes at once. Its scrape.timeout is
+// the whole look (500 ms, the most the watch allows), not blindConfig's
+// 250 ms: a scrape of the in-process pod then outlives a 300 ms stall of
+// the process. In s14 all three rounds of the queued-stream test once got
+// 0 or 1 answered scrapes at load 14.
 func blindStreamConfig(url, policy, endpoint string) *config.Config {
 	cfg := blindConfig(url, policy, endpoint)
 	cfg.Upstream.IdleTimeout = config.Duration(4 * time.Second)
+	cfg.Scrape.Timeout = config.Duration(500 * time.Millisecond)
 	return cfg
 }
 
@@ -365,8 +370,8 @@ func TestPreemptedStreamsNeverOpenAProgressingBackendsBreakerUnderBlindPolicies(
 // breaker.consecutive_failures, or a breaker opened while the watch got
 // fewer than two answered scrapes per silence (the rule's minimum, had
 // the silences not overlapped). Such a round runs again on a fresh pod
-// and proxy, up to three times; without the watch's look at silent
-// streams every round opens the breaker with no scrape.
+// and proxy, up to progressAttempts times; without the watch's look at
+// silent streams every round opens the breaker with no scrape.
 func blindStreamRounds(t *testing.T, mut func(*vllmsim.Config), run func(t *testing.T, url string) (int, string)) {
 	for _, tc := range blindPolicies {
 		t.Run(tc.name, func(t *testing.T) {
@@ -400,7 +405,7 @@ func blindStreamRounds(t *testing.T, mut func(*vllmsim.Config), run func(t *test
 					}
 					return
 				}
-				if attempt == 3 {
+				if attempt == progressAttempts {
 					t.Fatalf("round %d: %s", attempt, why)
 				}
 				t.Logf("round %d proves nothing, again on a fresh pod and proxy: %s", attempt, why)
