@@ -1,12 +1,15 @@
 package route
 
 import (
+	"bufio"
 	"bytes"
 	"io"
 	"net"
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/valyala/fasthttp"
 )
 
 // A backend's answer with both Content-Length and Transfer-Encoding is a
@@ -107,6 +110,40 @@ func TestStrayBytesAfterABodilessAnswerRetireTheConnection(t *testing.T) {
 			}
 			if got := len(be.connLogs()); got != 2 {
 				t.Fatalf("%d upstream connection(s), want 2: the one with stray bytes is never reused", got)
+			}
+		})
+	}
+}
+
+// BenchmarkReadHead is the cost of reading a vLLM (uvicorn) answer's head,
+// and the part of it framingBoth takes.
+func BenchmarkReadHead(b *testing.B) {
+	for name, head := range map[string]string{
+		"json": "HTTP/1.1 200 OK\r\ndate: Wed, 02 Dec 2026 14:00:00 GMT\r\nserver: uvicorn\r\ncontent-length: 512\r\ncontent-type: application/json\r\n\r\n",
+		"sse":  "HTTP/1.1 200 OK\r\ndate: Wed, 02 Dec 2026 14:00:00 GMT\r\nserver: uvicorn\r\ncontent-type: text/event-stream; charset=utf-8\r\ntransfer-encoding: chunked\r\n\r\n",
+	} {
+		sr := strings.NewReader(head)
+		br := bufio.NewReaderSize(sr, upstreamReadBuffer)
+		var h fasthttp.ResponseHeader
+		b.Run(name+"/readHead", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				sr.Reset(head)
+				br.Reset(sr)
+				h.Reset()
+				if err := readHead(&h, br); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(name+"/framingBoth", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				sr.Reset(head)
+				br.Reset(sr)
+				if framingBoth(br) {
+					b.Fatal("both")
+				}
 			}
 		})
 	}
