@@ -34,9 +34,8 @@ func TestBackendAnswerWithBothFramingsIsMalformed(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var n atomic.Int64
 			be := startRawBackend(t, func(c net.Conn, _ int, h []byte) bool {
-				if bytes.HasPrefix(h, []byte("GET /canary ")) {
-					_, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: "+itoa(len(canaryBody))+"\r\n\r\n"+canaryBody)
-					return err == nil
+				if canary, ok := answerCanary(c, h); canary {
+					return ok
 				}
 				if n.Add(1) == 1 {
 					_, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"+head+"\r\n\r\n2\r\n{}\r\n0\r\n\r\n")
@@ -87,9 +86,8 @@ func TestStrayBytesAfterABodilessAnswerRetireTheConnection(t *testing.T) {
 		t.Run(strings.Fields(c.answer)[1], func(t *testing.T) {
 			var n atomic.Int64
 			be := startRawBackend(t, func(conn net.Conn, _ int, h []byte) bool {
-				if bytes.HasPrefix(h, []byte("GET /canary ")) {
-					_, err := io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: "+itoa(len(canaryBody))+"\r\n\r\n"+canaryBody)
-					return err == nil
+				if canary, ok := answerCanary(conn, h); canary {
+					return ok
 				}
 				if n.Add(1) == 1 {
 					_, err := io.WriteString(conn, c.answer) // one write: head and stray bytes
@@ -113,6 +111,17 @@ func TestStrayBytesAfterABodilessAnswerRetireTheConnection(t *testing.T) {
 			}
 		})
 	}
+}
+
+// answerCanary answers the proxy's canary request (canary.go) with a
+// healthy answer: canary reports whether head was one, ok whether the
+// answer was written.
+func answerCanary(c net.Conn, head []byte) (canary, ok bool) {
+	if !bytes.HasPrefix(head, []byte("GET /canary ")) {
+		return false, false
+	}
+	_, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: "+itoa(len(canaryBody))+"\r\n\r\n"+canaryBody)
+	return true, err == nil
 }
 
 // BenchmarkReadHead is the cost of reading a vLLM (uvicorn) answer's head,

@@ -78,16 +78,7 @@ func TestLengthFramedAnswerFailingBeforeTheClientGotAByte(t *testing.T) {
 			return cut(100)(c, n, head)
 		})
 		tp := startProxy(t, testConfig(be.url()))
-		c, err := net.Dial("tcp", tp.addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-		if _, err := io.WriteString(c, "GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n"+req); err != nil {
-			t.Fatal(err)
-		}
-		br := bufio.NewReader(c)
+		br := sendRaw(t, tp.addr, "GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n"+req)
 		for i, want := range []int{200, 502} {
 			resp, err := http.ReadResponse(br, nil)
 			if err != nil {
@@ -103,16 +94,7 @@ func TestLengthFramedAnswerFailingBeforeTheClientGotAByte(t *testing.T) {
 	t.Run("cut after the client got bytes", func(t *testing.T) {
 		be := startRawBackend(t, cut(3*4096))
 		tp := startProxy(t, testConfig(be.url()))
-		c, err := net.Dial("tcp", tp.addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-		if _, err := io.WriteString(c, req); err != nil {
-			t.Fatal(err)
-		}
-		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		resp, err := http.ReadResponse(sendRaw(t, tp.addr, req), nil)
 		if err != nil {
 			t.Fatalf("no head: %v", err)
 		}
@@ -121,4 +103,20 @@ func TestLengthFramedAnswerFailingBeforeTheClientGotAByte(t *testing.T) {
 			t.Fatalf("%d, %d body bytes, %v: want 200, a body cut short, and an error", resp.StatusCode, len(b), err)
 		}
 	})
+}
+
+// sendRaw writes req on a fresh connection, closed at the test's end, and
+// returns a reader of what comes back.
+func sendRaw(t *testing.T, addr, req string) *bufio.Reader {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(c, req); err != nil {
+		t.Fatal(err)
+	}
+	return bufio.NewReader(c)
 }

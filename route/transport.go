@@ -255,44 +255,23 @@ var errFramingBoth = errors.New("upstream sent both Content-Length and Transfer-
 // reads the buffered bytes once, a line at a time, comparing only lines
 // that begin with c or t.
 func framingBoth(br *bufio.Reader) bool {
-	if _, err := br.Peek(1); err != nil {
-		return false
-	}
-	var cl, te bool
-	b, _ := br.Peek(br.Buffered())
-	from := 0 // b[from:] is the line under way
-	first := true
-	for {
-		i := bytes.IndexByte(b[from:], '\n')
-		if i < 0 {
-			if len(b) >= br.Size() {
-				return false
-			}
-			if _, err := br.Peek(len(b) + 1); err != nil {
-				return false
-			}
-			b, _ = br.Peek(br.Buffered())
-			continue
+	var cl, te, status bool
+	for from := 0; ; {
+		line, next, ok := peekLine(br, from)
+		if !ok {
+			return false
 		}
-		line := b[from : from+i]
-		from += i + 1
-		if len(line) > 0 && line[len(line)-1] == '\r' {
-			line = line[:len(line)-1]
-		}
-		if len(line) == 0 {
-			if first {
-				continue // empty lines before the status line, which fasthttp skips
-			}
-			return cl && te
-		}
-		if first {
-			first = false // the status line
-			continue
-		}
-		switch line[0] | 0x20 {
-		case 'c':
+		from = next
+		switch {
+		case len(line) == 0 && !status:
+			// an empty line before the status line, which fasthttp skips
+		case len(line) == 0:
+			return cl && te // the head's end
+		case !status:
+			status = true
+		case line[0]|0x20 == 'c':
 			cl = cl || fieldNamed(line, "content-length")
-		case 't':
+		case line[0]|0x20 == 't':
 			te = te || fieldNamed(line, "transfer-encoding")
 		}
 	}
@@ -314,34 +293,14 @@ func fieldNamed(line []byte, name string) bool {
 // line's end, which h.Read needs too; a line longer than br's buffer is
 // h.Read's to refuse.
 func statusZero(br *bufio.Reader) bool {
-	if _, err := br.Peek(1); err != nil {
-		return false
-	}
-	b, _ := br.Peek(br.Buffered())
-	start, from := 0, 0 // the line under way begins at start; b[start:from] holds no LF
-	for {
-		i := bytes.IndexByte(b[from:], '\n')
-		if i < 0 {
-			// The line goes on past what arrived: wait for more, as
-			// h.Read would.
-			if len(b) >= br.Size() {
-				return false
-			}
-			if _, err := br.Peek(len(b) + 1); err != nil {
-				return false
-			}
-			from = len(b)
-			b, _ = br.Peek(br.Buffered())
-			continue
+	for from := 0; ; {
+		line, next, ok := peekLine(br, from)
+		if !ok {
+			return false
 		}
-		end := from + i
-		line := b[start:end]
-		if len(line) > 0 && line[len(line)-1] == '\r' {
-			line = line[:len(line)-1]
-		}
+		from = next
 		if len(line) == 0 {
-			start, from = end+1, end+1 // an empty line, which fasthttp skips
-			continue
+			continue // an empty line, which fasthttp skips
 		}
 		sp := bytes.IndexByte(line, ' ')
 		if sp < 0 {
@@ -349,6 +308,35 @@ func statusZero(br *bufio.Reader) bool {
 		}
 		code := bytes.TrimLeft(line[sp+1:], " ")
 		return len(code) >= 3 && string(code[:3]) == "000" && (len(code) == 3 || code[3] == ' ')
+	}
+}
+
+// peekLine returns the line of the head br holds next that starts at
+// offset from (its CR before the LF dropped) and the offset after its LF.
+// It waits only for bytes h.Read would wait for too: the line's end. ok
+// is false when the line does not end within br's buffer (h.Read refuses
+// such a head) or the connection ends first (h.Read fails).
+func peekLine(br *bufio.Reader, from int) (line []byte, next int, ok bool) {
+	if _, err := br.Peek(from + 1); err != nil {
+		return nil, 0, false
+	}
+	b, _ := br.Peek(br.Buffered())
+	for scanned := from; ; {
+		if i := bytes.IndexByte(b[scanned:], '\n'); i >= 0 {
+			line = b[from : scanned+i]
+			if len(line) > 0 && line[len(line)-1] == '\r' {
+				line = line[:len(line)-1]
+			}
+			return line, scanned + i + 1, true
+		}
+		if len(b) >= br.Size() {
+			return nil, 0, false
+		}
+		if _, err := br.Peek(len(b) + 1); err != nil {
+			return nil, 0, false
+		}
+		scanned = len(b)
+		b, _ = br.Peek(br.Buffered())
 	}
 }
 
