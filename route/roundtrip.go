@@ -1,7 +1,6 @@
 package route
 
 import (
-	"bytes"
 	"errors"
 	"time"
 
@@ -160,15 +159,19 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 	}
 	sse := isSSE(&resp.Header)
 	up := resp.BodyStream()
-	// A small answer was read whole (upstreamTransport): no stream, and a
-	// body.
-	buffered := up == nil && !resp.SkipBody && !noBody(status)
+	// A small answer was read whole (upstreamTransport), or the answer
+	// has no body (HEAD, 204, 304): no stream, settled at once. Through
+	// bodyStream, whose body fasthttp never reads for HEAD, every HEAD
+	// request was counted as 499 and answered Content-Length: 0; here
+	// the head copied below keeps the backend's Content-Length, which
+	// fasthttp writes as is for HEAD (an empty body, SkipBody).
+	buffered := up == nil
 	firstByte := headAt.Sub(start)
 	ctx.Response.Reset()
 	copyHead(&ctx.Response.Header, &resp.Header, fields, rc.id)
 
 	var first firstChunk
-	if up != nil && !buffered && p.holds.take() {
+	if up != nil && p.holds.take() {
 		// Hold the head until the body's first bytes, or for a
 		// length-framed body enough of them that writing them flushes
 		// the head (firstWant, first_bytes.go): until then a failure can
@@ -215,12 +218,6 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, rt *settings, rc *reqCtx, b *B
 	if size < 0 {
 		size = -1
 	}
-	if s.up == nil {
-		// No body stream (e.g. HEAD): settle now.
-		body := append([]byte(nil), resp.Body()...)
-		s.up = bytes.NewReader(body)
-		size = len(body)
-	}
 	if hijack && p.startHijack(ctx, s) {
 		return failure{}, nil // pumped over the hijacked connection (hijack.go)
 	}
@@ -257,8 +254,9 @@ func copyHead(dst, src *fasthttp.ResponseHeader, fields fieldSet, id []byte) {
 
 var http11 = []byte("HTTP/1.1")
 
-// forwardBuffered answers with a small upstream body that was read whole
-// (upstreamTransport, whose connection is already back in its pool),
+// forwardBuffered answers with a small upstream body that was read whole,
+// or with an answer that has none (HEAD, 204, 304; upstreamTransport,
+// whose connection is already back in its pool),
 // releases the upstream response and settles the request. A body that
 // failed after its head (bodyErr, its connection closed) is an upstream
 // failure the client learns of as an error status: nothing of the answer
