@@ -1,0 +1,464 @@
+//go:build linux
+
+package evloop
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Every socket is registered once, edge-triggered, for input, output and
+// the peer's half-close (nginx's scheme): no epoll_ctl per request, and a
+// blocked write needs no re-registration. An edge is remembered in
+// conn.readable / conn.writable until a read comes back shorter than its
+// buffer or a write meets EAGAIN, so no read is spent on EAGAIN.
+const connEvents = unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET
+
+const (
+	// timerTick is the wheel's resolution and the longest epoll_wait:
+	// deadlines fire up to one tick late.
+	timerTick = 10 * time.Millisecond
+	// wheelSlots spans 40.96 s per turn; longer deadlines are re-queued
+	// when their slot comes up.
+	wheelSlots = 4096
+	// maxPending is how much response a loop queues for a slow client
+	// before it stops reading the upstream (back-pressure).
+	maxPending = 64 << 10
+	// inBuf is a connection's initial input buffer; a buffer grown past
+	// keepBuf for a large request is dropped when the request is done.
+	inBuf   = 4 << 10
+	keepBuf = 64 << 10
+	// maxAttempts bounds the retries Handler.Done may ask for.
+	maxAttempts = 8
+)
+
+// Server is a set of event loops serving one address. Start it with New;
+// Close stops it. Its methods are safe for concurrent use.
+type Server struct {
+	cfg   Config
+	loops []*loop
+	addr  net.Addr
+	wg    sync.WaitGroup
+	once  sync.Once
+}
+
+// New validates cfg, opens every loop's listener and starts the loops.
+func New(cfg Config) (*Server, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Clock == nil {
+		start := time.Now()
+		cfg.Clock = func() int64 { return int64(time.Since(start)) + 1 }
+	}
+	ap, err := netip.ParseAddrPort(cfg.Addr)
+	if err != nil {
+		ta, rerr := net.ResolveTCPAddr("tcp", cfg.Addr)
+		if rerr != nil {
+			return nil, fmt.Errorf("evloop: Config.Addr %q: %w", cfg.Addr, rerr)
+		}
+		ap = ta.AddrPort()
+	}
+	s := &Server{cfg: cfg}
+	raw := runtime.GOMAXPROCS(0) > cfg.Loops
+	for range cfg.Loops {
+		l, err := newLoop(s, ap, raw)
+		if err != nil {
+			s.closeLoops()
+			return nil, err
+		}
+		if ap.Port() == 0 {
+			sa, err := unix.Getsockname(l.lfd)
+			if err != nil {
+				l.closeAll()
+				s.closeLoops()
+				return nil, err
+			}
+			ap = netip.AddrPortFrom(ap.Addr(), uint16(portOf(sa)))
+		}
+		s.loops = append(s.loops, l)
+	}
+	s.addr = net.TCPAddrFromAddrPort(ap)
+	for _, l := range s.loops {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			l.run()
+		}()
+	}
+	return s, nil
+}
+
+func (s *Server) closeLoops() {
+	for _, l := range s.loops {
+		l.closeAll()
+	}
+}
+
+// Addr returns the address the loops listen on.
+func (s *Server) Addr() net.Addr { return s.addr }
+
+// Close stops every loop: listeners, client and upstream connections the
+// loops own are closed (exchanges in flight are cut); connections already
+// handed over stay with the fallback. It returns when the loops have ended.
+func (s *Server) Close() error {
+	s.once.Do(func() {
+		for _, l := range s.loops {
+			// The wake-up before the flag: the loop closes efd only after
+			// it has seen the flag, so the write never meets a closed (or
+			// reused) descriptor.
+			one := [8]byte{1}
+			_, _ = unix.Write(l.efd, one[:])
+			l.stop.Store(true)
+		}
+	})
+	s.wg.Wait()
+	return nil
+}
+
+func portOf(sa unix.Sockaddr) int {
+	switch a := sa.(type) {
+	case *unix.SockaddrInet4:
+		return a.Port
+	case *unix.SockaddrInet6:
+		return a.Port
+	}
+	return 0
+}
+
+func sockaddr(ap netip.AddrPort) (unix.Sockaddr, int) {
+	if a := ap.Addr().Unmap(); a.Is4() {
+		return &unix.SockaddrInet4{Port: int(ap.Port()), Addr: a.As4()}, unix.AF_INET
+	}
+	return &unix.SockaddrInet6{Port: int(ap.Port()), Addr: ap.Addr().As16()}, unix.AF_INET6
+}
+
+func addrPortOf(sa unix.Sockaddr) netip.AddrPort {
+	switch a := sa.(type) {
+	case *unix.SockaddrInet4:
+		return netip.AddrPortFrom(netip.AddrFrom4(a.Addr), uint16(a.Port))
+	case *unix.SockaddrInet6:
+		return netip.AddrPortFrom(netip.AddrFrom16(a.Addr), uint16(a.Port))
+	}
+	return netip.AddrPort{}
+}
+
+// conn is one socket of a loop, client or upstream side. It is owned by
+// its loop's goroutine.
+type conn struct {
+	fd                 int
+	gen                uint32 // matches the epoll event's tag, against fd reuse in one batch
+	upstream           bool
+	closed             bool
+	readable, writable bool   // edges not yet used up
+	in                 []byte // bytes read, not yet consumed
+	out                []byte // bytes to write that did not fit yet
+	tm                 timer
+	peer               *conn // the other side of the exchange in flight
+
+	// client side
+	state      uint8
+	closeAfter bool
+	req        Request
+	dec        Decision
+	retry      Decision
+	res        Result
+
+	// upstream side
+	addr       netip.AddrPort
+	connecting bool
+	idle       bool
+	reused     bool
+	gotByte    bool
+	reusable   bool
+	remain     int // response body bytes still to relay; -1: head not yet parsed
+}
+
+func (c *conn) timerOf() *timer { return &c.tm }
+
+// client states
+const (
+	stIdle   uint8 = iota // no byte of the next request yet (IdleTimeout)
+	stRead                // a request partly read (ReadTimeout)
+	stWait                // an exchange in flight (the upstream's timers)
+	stLinger              // refused: draining input before the close
+)
+
+// loop is one event loop.
+type loop struct {
+	s    *Server
+	cfg  *Config
+	lim  limits
+	epfd int
+	lfd  int
+	efd  int // eventfd: Close's wake-up
+	raw  bool
+	stop atomic.Bool
+	// fdsClosed: lfd, efd and epfd are closed (they are never reassigned,
+	// so Close may read efd from another goroutine).
+	fdsClosed bool
+	now       int64
+	gen       uint32
+	conns     []*conn // by file descriptor
+	pools     map[netip.AddrPort][]*conn
+	wheel     *wheel[*conn]
+	events    []unix.EpollEvent
+	out       []byte // scratch for upstream request heads and response heads
+	expire    func(*conn)
+}
+
+func newLoop(s *Server, ap netip.AddrPort, raw bool) (*loop, error) {
+	l := &loop{s: s, cfg: &s.cfg, raw: raw, epfd: -1, lfd: -1, efd: -1,
+		pools: make(map[netip.AddrPort][]*conn), events: make([]unix.EpollEvent, 256)}
+	l.lim = limits{head: s.cfg.MaxHeadBytes, headers: s.cfg.MaxHeaders, body: s.cfg.MaxBodyBytes}
+	l.now = s.cfg.Clock()
+	l.wheel = newWheel[*conn](int64(timerTick), wheelSlots, l.now)
+	l.expire = l.onExpire
+	sa, family := sockaddr(ap)
+	var err error
+	fail := func(what string, e error) (*loop, error) {
+		l.closeAll()
+		return nil, fmt.Errorf("evloop: %s %s: %w", what, ap, e)
+	}
+	if l.lfd, err = unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0); err != nil {
+		return fail("socket", err)
+	}
+	_ = unix.SetsockoptInt(l.lfd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1)
+	if err = unix.SetsockoptInt(l.lfd, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1); err != nil {
+		return fail("SO_REUSEPORT", err)
+	}
+	if err = unix.Bind(l.lfd, sa); err != nil {
+		return fail("bind", err)
+	}
+	if err = unix.Listen(l.lfd, 4096); err != nil {
+		return fail("listen", err)
+	}
+	if l.epfd, err = unix.EpollCreate1(unix.EPOLL_CLOEXEC); err != nil {
+		return fail("epoll_create1", err)
+	}
+	if l.efd, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC); err != nil {
+		return fail("eventfd", err)
+	}
+	// The listener and the eventfd are level-triggered: accept runs until
+	// EAGAIN anyway, and the eventfd is read once, at the stop.
+	for _, fd := range []int{l.lfd, l.efd} {
+		if err = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)}); err != nil {
+			return fail("epoll_ctl", err)
+		}
+	}
+	return l, nil
+}
+
+// closeAll closes every descriptor the loop owns.
+func (l *loop) closeAll() {
+	for _, c := range l.conns {
+		if c != nil {
+			l.close(c)
+		}
+	}
+	if l.fdsClosed {
+		return
+	}
+	l.fdsClosed = true
+	for _, fd := range []int{l.lfd, l.efd, l.epfd} {
+		if fd >= 0 {
+			_ = unix.Close(fd)
+		}
+	}
+}
+
+// run serves until Close, on its goroutine locked to an OS thread.
+func (l *loop) run() {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	defer l.closeAll()
+	for !l.stop.Load() {
+		n := l.wait()
+		l.now = l.cfg.Clock()
+		for i := range n {
+			ev := &l.events[i]
+			fd := int(ev.Fd)
+			switch {
+			case fd == l.lfd:
+				l.accept()
+				continue
+			case fd == l.efd:
+				continue // the stop flag is checked below
+			case fd >= len(l.conns):
+				continue
+			}
+			c := l.conns[fd]
+			if c == nil || c.gen != uint32(ev.Pad) {
+				continue // closed (and maybe reused) earlier in this batch
+			}
+			e := ev.Events
+			if e&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+				c.readable = true
+			}
+			if e&(unix.EPOLLOUT|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+				c.writable = true
+			}
+			if c.upstream {
+				l.upEvent(c)
+			} else {
+				l.clientEvent(c, e&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0)
+			}
+		}
+		l.wheel.advance(l.now, l.expire)
+	}
+}
+
+// wait returns the number of events in l.events (0 after a timeout or an
+// interruption). The raw wait keeps the P (no scheduler hand-off, no
+// sysmon retake); it is only used when the process has a P to spare, and
+// yields after each timeout or signal so a stop-the-world never waits
+// longer than one tick on it.
+func (l *loop) wait() int {
+	ms := int(timerTick / time.Millisecond)
+	if l.raw {
+		r, _, e := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(l.epfd), uintptr(unsafe.Pointer(&l.events[0])), uintptr(len(l.events)), uintptr(ms), 0, 0)
+		if e != 0 || r == 0 {
+			runtime.Gosched()
+			return 0
+		}
+		return int(r)
+	}
+	n, err := unix.EpollWait(l.epfd, l.events, ms)
+	if err != nil {
+		return 0 // EINTR; EBADF only after closeAll, when stop is set
+	}
+	return n
+}
+
+func (l *loop) add(c *conn) bool {
+	l.gen++
+	c.gen = l.gen
+	if unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, c.fd, &unix.EpollEvent{Events: connEvents, Fd: int32(c.fd), Pad: int32(c.gen)}) != nil {
+		_ = unix.Close(c.fd)
+		c.closed = true
+		return false
+	}
+	for c.fd >= len(l.conns) {
+		l.conns = append(l.conns, make([]*conn, len(l.conns)+64)...)
+	}
+	l.conns[c.fd] = c
+	return true
+}
+
+// forget takes c out of the loop without closing its descriptor.
+func (l *loop) forget(c *conn) {
+	c.closed = true
+	l.conns[c.fd] = nil
+	l.wheel.disarm(c)
+}
+
+func (l *loop) close(c *conn) {
+	if c.closed {
+		return
+	}
+	l.forget(c)
+	_ = unix.Close(c.fd) // also leaves the epoll set
+}
+
+func (l *loop) accept() {
+	for {
+		fd, sa, err := unix.Accept4(l.lfd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+		if err != nil {
+			return // EAGAIN: none left; others (EMFILE...): retried at the next event
+		}
+		_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+		c := &conn{fd: fd, in: make([]byte, 0, inBuf), writable: true}
+		c.req.Remote = addrPortOf(sa)
+		if l.add(c) {
+			c.state = stRead // the first request is bounded from the accept (slowloris)
+			l.wheel.arm(c, l.now+int64(l.cfg.ReadTimeout))
+		}
+	}
+}
+
+// read reads into c.in's spare capacity and reports whether the socket is
+// still open (false on EOF or an error). c.readable is cleared when the
+// read found the socket drained.
+func (l *loop) read(c *conn) bool {
+	if len(c.in) == cap(c.in) {
+		c.in = append(c.in, 0)[:len(c.in)]
+	}
+	space := c.in[len(c.in):cap(c.in)]
+	r, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(c.fd), uintptr(unsafe.Pointer(&space[0])), uintptr(len(space)))
+	switch {
+	case e == unix.EAGAIN:
+		c.readable = false
+		return true
+	case e == unix.EINTR:
+		return true
+	case e != 0 || r == 0:
+		c.readable = false
+		return false
+	}
+	if int(r) < len(space) {
+		c.readable = false
+	}
+	c.in = c.in[:len(c.in)+int(r)]
+	return true
+}
+
+// write writes b to c, or queues it behind bytes already waiting; what
+// does not fit waits in c.out for an output edge. It returns false on an
+// error (the caller closes).
+func (l *loop) write(c *conn, b []byte) bool {
+	if len(c.out) > 0 || !c.writable || c.connecting {
+		c.out = append(c.out, b...)
+		return true
+	}
+	for len(b) > 0 {
+		r, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(c.fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+		switch {
+		case e == unix.EINTR:
+			continue
+		case e == unix.EAGAIN:
+			c.writable = false
+			c.out = append(c.out, b...)
+			return true
+		case e != 0:
+			return false
+		}
+		b = b[r:]
+	}
+	return true
+}
+
+// flush writes what waits in c.out; false on an error.
+func (l *loop) flush(c *conn) bool {
+	for len(c.out) > 0 {
+		r, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(c.fd), uintptr(unsafe.Pointer(&c.out[0])), uintptr(len(c.out)))
+		switch {
+		case e == unix.EINTR:
+			continue
+		case e == unix.EAGAIN:
+			c.writable = false
+			return true
+		case e != 0:
+			return false
+		}
+		c.out = c.out[:copy(c.out, c.out[r:])]
+	}
+	return true
+}
+
+// quiet reports whether an idle upstream socket has neither unread bytes
+// nor a FIN nor an error (recv with MSG_PEEK|MSG_DONTWAIT finds nothing):
+// the upstream guard's check right before a reuse, which closes the window
+// between the loop's last epoll_wait and the reuse.
+func quiet(fd int) bool {
+	var b [1]byte
+	_, _, e := unix.RawSyscall6(unix.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), 1, unix.MSG_PEEK|unix.MSG_DONTWAIT, 0, 0)
+	return e == unix.EAGAIN
+}

@@ -1,0 +1,17 @@
+//go:build !linux
+
+package evloop
+
+import "net"
+
+// Server is not available on this platform: New returns ErrUnsupported.
+type Server struct{}
+
+// New returns ErrUnsupported: event loops are built on Linux only.
+func New(Config) (*Server, error) { return nil, ErrUnsupported }
+
+// Addr returns nil.
+func (s *Server) Addr() net.Addr { return nil }
+
+// Close does nothing.
+func (s *Server) Close() error { return nil }
