@@ -31,11 +31,10 @@ func newFakeClock() *fakeClock {
 func (c *fakeClock) now() int64              { return c.ns.Load() }
 func (c *fakeClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 func envelopeResponse(status int) []byte     { return []byte(envelope(status)) }
-func addrOf(t *testing.T, a net.Addr) netip.AddrPort {
-	t.Helper()
+func addrOf(t testing.TB, a net.Addr) netip.AddrPort {
 	ap, err := netip.ParseAddrPort(a.String())
 	if err != nil {
-		t.Fatal(err)
+		panic(err)
 	}
 	return ap
 }
@@ -90,7 +89,7 @@ func startUpstream(t *testing.T, serve func(c net.Conn, n int, r upReq) bool) *t
 	if err != nil {
 		t.Fatal(err)
 	}
-	u := &testUpstream{t: t, ln: ln, reqs: make(chan upReq, 256), serve: serve}
+	u := &testUpstream{t: t, ln: ln, reqs: make(chan upReq, 1024), serve: serve}
 	if u.serve == nil {
 		u.serve = answerOK
 	}
@@ -180,7 +179,7 @@ type testHandler struct {
 }
 
 func newHandler(up netip.AddrPort) *testHandler {
-	return &testHandler{up: up, done: make(chan Result, 256)}
+	return &testHandler{up: up, done: make(chan Result, 1024)}
 }
 
 func (h *testHandler) Route(r *Request, d *Decision) {

@@ -355,8 +355,13 @@ func TestHandOverReplaysTheBytesRead(t *testing.T) {
 			c.send(second + post("/v1/after", "tail"))
 			want := map[string]string{"chunked": "POST /v1/chunked hello", "handler": `POST /v1/stream {"stream":true}`}[shape]
 			for _, w := range []string{want, "POST /v1/after tail"} {
-				if g := <-got; g != w {
-					t.Fatalf("fallback got %q, want %q", g, w)
+				select {
+				case g := <-got:
+					if g != w {
+						t.Fatalf("fallback got %q, want %q", g, w)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatalf("the fallback never got %q", w)
 				}
 				if status, _, _ := c.response(); status != 201 {
 					t.Fatalf("after the hand-over: %d", status)
@@ -400,24 +405,32 @@ func TestRetryBeforeTheFirstByte(t *testing.T) {
 	}
 }
 
-// An upstream response the loop cannot relay (chunked) is a 502 with the
+// An upstream response the loop cannot relay (chunked, even with a
+// Content-Length beside it; or delimited by the close) is a 502 with the
 // envelope, reported as ErrBadResponse and not retryable.
 func TestUnrelayableResponseIs502(t *testing.T) {
-	up := startUpstream(t, func(c net.Conn, _ int, _ upReq) bool {
-		_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
-		return true
-	})
-	h := newHandler(up.addr())
-	s := startLoop(t, h, newFakeClock(), nil)
-	c := dial(t, s)
-	c.send(post("/a", "1"))
-	status, _, body := c.response()
-	if status != 502 {
-		t.Fatal(status)
-	}
-	checkEnvelope(t, 502, body)
-	if res := h.result(t); !errors.Is(res.Err, ErrBadResponse) || res.Retryable {
-		t.Fatalf("outcome %+v", res)
+	for name, head := range map[string]string{
+		"chunked and a length": "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n",
+		"no length":            "HTTP/1.1 200 OK\r\n\r\nuntil the close",
+	} {
+		t.Run(name, func(t *testing.T) {
+			up := startUpstream(t, func(c net.Conn, _ int, _ upReq) bool {
+				_, _ = io.WriteString(c, head)
+				return false
+			})
+			h := newHandler(up.addr())
+			s := startLoop(t, h, newFakeClock(), nil)
+			c := dial(t, s)
+			c.send(post("/a", "1"))
+			status, _, body := c.response()
+			if status != 502 {
+				t.Fatal(status)
+			}
+			checkEnvelope(t, 502, body)
+			if res := h.result(t); !errors.Is(res.Err, ErrBadResponse) || res.Retryable {
+				t.Fatalf("outcome %+v", res)
+			}
+		})
 	}
 }
 
@@ -428,3 +441,4 @@ func TestNewNamesMissingFields(t *testing.T) {
 		t.Fatalf("error %v", err)
 	}
 }
+
