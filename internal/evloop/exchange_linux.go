@@ -95,6 +95,11 @@ func (l *loop) begin(c *conn) {
 	c.dec.reset()
 	c.res = Result{Start: l.now, RequestBytes: c.req.total}
 	l.cfg.Handler.Route(&c.req, &c.dec)
+	l.act(c)
+}
+
+// act carries out c.dec: hand over, refuse, or send.
+func (l *loop) act(c *conn) {
 	switch {
 	case c.dec.HandOver:
 		l.handOver(c)
@@ -434,14 +439,7 @@ func (l *loop) attemptFailed(c *conn, u *conn, err error, retryable bool) {
 		c.dec, c.retry = c.retry, c.dec
 		attempt := c.res.Attempt + 1
 		c.res = Result{Start: c.res.Start, RequestBytes: c.req.total, Attempt: attempt}
-		switch {
-		case c.dec.HandOver:
-			l.handOver(c)
-		case c.dec.Status != 0:
-			l.refuse(c, c.dec.Status)
-		default:
-			l.send(c)
-		}
+		l.act(c)
 		return
 	}
 	l.refuse(c, status)

@@ -441,4 +441,3 @@ func TestNewNamesMissingFields(t *testing.T) {
 		t.Fatalf("error %v", err)
 	}
 }
-
