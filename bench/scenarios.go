@@ -682,15 +682,17 @@ func CurrentMachine() Machine {
 
 // sizesOf returns the size distribution whose capacity scenario (or one of
 // its entries) is measured against: o.Sizes for steady, spike and replicas,
-// uniform for the rest, "" for trace (no capacity needed).
+// uniform for the rest; for trace, traceFleetCapacity when the replay's
+// rows per seed come from it (-trace-load), else "" (a fixed speed or
+// fixed rows per seed: no capacity needed).
 func sizesOf(name string, o *Options) string {
 	base, _, _ := strings.Cut(name, "_")
 	switch base {
 	case "steady", "spike", "replicas":
 		return o.Sizes
 	case "trace":
-		if o.TraceSpeed > 0 {
-			return "" // the trace's own rate: no capacity needed
+		if o.TraceSpeed > 0 || o.TraceRows > 0 {
+			return "" // the trace's own rate or fixed rows: no capacity needed
 		}
 		return traceFleetCapacity
 	}

@@ -78,6 +78,17 @@ func TestStrategyConfigs(t *testing.T) {
 	if op.Route.Policy != "probe" || !op.Scrape.Adaptive || op.Scrape.ForeignChange != 0 || cfg.Scrape.ForeignChange <= 0 {
 		t.Errorf("probe_ownpace: policy %s, adaptive %v, foreign_change %v (probe's %v); want probe, true, 0 (probe's > 0)", op.Route.Policy, op.Scrape.Adaptive, op.Scrape.ForeignChange, cfg.Scrape.ForeignChange)
 	}
+	// probe_fresh and probe_nofresh are probe with pod_speed_fresh set
+	// either way, whatever its default.
+	for name, want := range map[string]bool{"probe_fresh": true, "probe_nofresh": false} {
+		fc, err := StrategyConfig(name, urls)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fc.Route.Policy != config.PolicyProbe || fc.Route.Load.PodSpeedFresh != want {
+			t.Errorf("%s: policy %s, pod_speed_fresh %v; want probe, %v", name, fc.Route.Policy, fc.Route.Load.PodSpeedFresh, want)
+		}
+	}
 	if _, err := StrategyConfig("probe_d9q9", urls); err == nil {
 		t.Error("unknown strategy accepted")
 	}

@@ -105,6 +105,16 @@ func TestTraceRowsFixedWhateverTheCapacity(t *testing.T) {
 	if c := traceEntry(t, o, 20*time.Second, 11.6, "trace_r1"); c.traceRows != 162 {
 		t.Fatalf("calibrated rows %d, want 162", c.traceRows)
 	}
+	// Rows fixed by -trace-rows need no capacity, so none is measured
+	// (40 s of closed loop per invocation); the calibrated rows do.
+	if sizesOf("trace_hetero_r8", o) != traceFleetCapacity {
+		t.Fatal("the calibrated replay needs the trace fleet's capacity")
+	}
+	o.TraceRows = 6
+	if k := sizesOf("trace_hetero_r8", o); k != "" {
+		t.Fatalf("fixed rows per seed measure the capacity of %q, want none", k)
+	}
+	o.TraceRows = 0
 	if _, err := Run(context.Background(), Options{Scenario: "trace", TraceRows: -1, Out: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "-trace-rows") {
 		t.Fatalf("negative -trace-rows: %v", err)
 	}
