@@ -114,10 +114,14 @@ const DefaultPodSpeedForeign = 0.25
 // shut). fleetsim's generalization sweeps with fresh pods at 8 replicas:
 // p99 geomean 0.967 (sweep A, 64 cells), 0.957 (lognormal and trace sizes,
 // 64), 0.982 (bimodal on-off, 48); losses to a blind policy 1 -> 0, none
-// new; long-lived pods and a lone proxy unchanged. Live (trace_hetero_r8,
-// 20 seeds in four holds): per seed 1.05x (7 of 20 lower), not resolved,
-// and each build replayed different requests (bench/results/2026-12-02-s14/
-// trace): to be settled with a fixed -capacity.
+// new; long-lived pods and a lone proxy unchanged. Live, both settings on
+// the same requests (the bench's probe_fresh and probe_nofresh in one
+// invocation per seed, trace_hetero_r8, -trace-rows 116, 40 seeds, the arm
+// run first alternating): p99 TTFT per seed 0.937x (25 of 40 lower, sign
+// test p 0.15, bootstrap 95% 0.87-1.01), p50 1.04x (1.00-1.08), mean 1.00x:
+// fleetsim's tail gain, not significant alone, at a small median cost
+// (bench/results/2026-12-02-s15/trace). Session 14's 1.05x per seed
+// compared builds that replayed different requests.
 const DefaultPodSpeedFresh = true
 
 // DefaultSeatWeight is route.load.seat_weight's default.
