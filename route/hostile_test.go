@@ -227,19 +227,24 @@ func testStalledReaderIsCut(t *testing.T, hdr string) {
 	}
 	defer c.Close()
 	c.(*net.TCPConn).SetReadBuffer(4096)
+	// The write that blocks began after the request was sent, and is cut
+	// no sooner than idle_timeout after it began: so no sooner than
+	// idle_timeout after sent. (Measured from the client's read of the
+	// status line until session 15, which a starved client may do after
+	// that write began: "cut 296ms after it stopped reading".)
+	sent := time.Now()
 	io.WriteString(c, "POST /v1/completions HTTP/1.1\r\nHost: x\r\n"+hdr+"Content-Length: 15\r\n\r\n{\"stream\":true}")
 	if _, err := bufio.NewReader(c).ReadString('\n'); err != nil {
 		t.Fatal(err)
 	}
 	// Stop reading: buffers fill, the proxy's write blocks.
-	stopped := time.Now()
 	select {
 	case <-upstreamDone:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the upstream stream still runs 5s after the client stopped reading")
 	}
-	if el := time.Since(stopped); el < 300*time.Millisecond {
-		t.Errorf("the stalled reader was cut %v after it stopped reading, before upstream.idle_timeout (300ms)", el)
+	if el := time.Since(sent); el < 300*time.Millisecond {
+		t.Errorf("the stalled reader was cut %v after it sent its request, before upstream.idle_timeout (300ms)", el)
 	}
 	ftPoll(t, 2*time.Second, "the stalled stream is settled", func() bool {
 		return tp.counter(t, "probegate_requests_total", map[string]string{"code": "499"}) == 1
