@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -20,7 +21,10 @@ import (
 // busy loops) sent 65-118 of the 200, where this test asked for 150. The
 // windows need only the slow block and a request after it, so a run that
 // sent fewer than slowTo+1 proves nothing and runs again on a fresh
-// server, up to three times.
+// server, up to three times. So does a run whose fast answers of the first
+// window already took the slow answers' time (p50 >= 250 ms): the process
+// was starved (s15, .ci/run at idle priority on a loaded machine: p50 383
+// ms in every window, the slow block's 415 ms barely above).
 func TestOpenLoopWindowsShowWhenLatencyRose(t *testing.T) {
 	const (
 		slow             = 250 * time.Millisecond
@@ -38,13 +42,20 @@ func TestOpenLoopWindowsShowWhenLatencyRose(t *testing.T) {
 		}))
 		run, wins = OpenLoopWindows(context.Background(), srv.URL+"/v1/completions", 200, time.Second, 200*time.Millisecond, false, 0, 0)
 		srv.Close()
-		if run.Requests > slowTo {
+		var why string
+		switch {
+		case run.Requests <= slowTo:
+			why = fmt.Sprintf("the run sent %d requests of 200, want more than %d (the slow block and one after it)", run.Requests, slowTo)
+		case len(wins) > 0 && wins[0].P50 >= float64(slow/time.Millisecond):
+			why = fmt.Sprintf("the first window's fast answers took %.0f ms (p50), no less than the slow ones' %v", wins[0].P50, slow)
+		}
+		if why == "" {
 			break
 		}
 		if attempt == 3 {
-			t.Fatalf("the run sent %d requests in each of %d attempts, want more than %d (the slow block and one after it)", run.Requests, attempt, slowTo)
+			t.Fatalf("attempt %d: %s; none of %d attempts proved anything (a starved process)", attempt, why, attempt)
 		}
-		t.Logf("attempt %d: the run sent %d requests of 200 (a starved generator); again", attempt, run.Requests)
+		t.Logf("attempt %d: %s (a starved process); again", attempt, why)
 	}
 	if len(wins) != 6 {
 		t.Fatalf("%d windows, want 6 (1 s in 200 ms, and one for the end)", len(wins))
