@@ -26,7 +26,11 @@ func pair(t testing.TB) (a, b *Conn) {
 		c, _ := ln.Accept()
 		acc <- c
 	}()
-	ca, err := DialTimeout(ln.Addr().String(), time.Second)
+	// Generous bounds here and below: a -race test process at idle
+	// priority on a loaded machine waited over a second for a loopback
+	// dial, and over 10 s to move 8 MiB (.ci/run in session 15 at load
+	// 17: "dial tcp: i/o timeout", "exchange: ... i/o timeout").
+	ca, err := DialTimeout(ln.Addr().String(), 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +133,7 @@ func TestConnWriteWaits(t *testing.T) {
 	go func() {
 		var all []byte
 		buf := make([]byte, 4096)
-		_ = b.SetReadDeadline(time.Now().Add(10 * time.Second))
+		_ = b.SetReadDeadline(time.Now().Add(60 * time.Second))
 		for len(all) < len(want) {
 			n, err := b.Read(buf)
 			all = append(all, buf[:n]...)
@@ -203,7 +207,7 @@ func TestExchangeLargeRequest(t *testing.T) {
 			_, _ = cb.Write([]byte("done"))
 		}
 	}()
-	_ = a.SetDeadline(time.Now().Add(10 * time.Second))
+	_ = a.SetDeadline(time.Now().Add(60 * time.Second))
 	buf := make([]byte, 16)
 	n, res, err := a.s.Exchange(req, buf, true)
 	if res != Exchanged || err != nil || string(buf[:n]) != "done" {
