@@ -93,6 +93,12 @@ func TestLeanTransportExchanges(t *testing.T) {
 // TestOpenLoopThroughLeanTransport: the overhead scenario's open loop,
 // sent through the lean transport, reaches an upstream at its rate and all
 // answers are 200.
+//
+// The run is 1 s of wall clock and the generator stops there, so a starved
+// -race process sends fewer (s15, .ci/run at idle priority at load 17: 191
+// of 300, every one answered): a run short of 270 with every answer 200
+// runs again, up to three times; too many requests, or any failed answer,
+// fails at once.
 func TestOpenLoopThroughLeanTransport(t *testing.T) {
 	up, err := startFastUpstream()
 	if err != nil {
@@ -100,9 +106,16 @@ func TestOpenLoopThroughLeanTransport(t *testing.T) {
 	}
 	defer up.Close()
 	for _, netHTTP := range []bool{false, true} {
-		v := OpenLoop(context.Background(), "http://"+up.Addr()+"/v1/completions", 300, time.Second, netHTTP)
-		if v.Success != 1 || v.Requests < 270 || v.Requests > 330 {
-			t.Errorf("net/http %v: run = %+v, want ~300 requests, all answered", netHTTP, v)
+		for attempt := 1; ; attempt++ {
+			v := OpenLoop(context.Background(), "http://"+up.Addr()+"/v1/completions", 300, time.Second, netHTTP)
+			if v.Success == 1 && v.Requests >= 270 && v.Requests <= 330 {
+				break
+			}
+			if v.Success != 1 || v.Requests > 330 || attempt == 3 {
+				t.Errorf("net/http %v, attempt %d: run = %+v, want ~300 requests, all answered", netHTTP, attempt, v)
+				break
+			}
+			t.Logf("net/http %v, attempt %d: %d of 300 requests sent in the run's second, all answered (a starved generator); again", netHTTP, attempt, v.Requests)
 		}
 	}
 }
