@@ -279,14 +279,28 @@ func (l *loop) pumpUp(u *conn) {
 			}
 			c.res.Status = h.status
 			u.reusable = !h.close
-			u.remain = h.length
+			// The head and the body bytes already read go out in one
+			// write: a second write would cost a second loopback send,
+			// the largest cost per request.
+			body := u.in[h.size:]
+			k := min(len(body), h.length)
+			if len(body) > h.length {
+				u.reusable = false // bytes after the response: never reuse
+			}
 			l.out = appendResponseHead(l.out[:0], u.in[:h.size], c.closeAfter)
+			l.out = append(l.out, body[:k]...)
 			c.res.ResponseBytes += int64(len(l.out))
 			if !l.write(c, l.out) {
 				l.dropClient(c)
 				return
 			}
-			u.in = u.in[:copy(u.in, u.in[h.size:])]
+			u.remain = h.length - k
+			u.in = u.in[:0]
+			if u.remain == 0 {
+				l.finish(c, u)
+				return
+			}
+			continue
 		}
 		k := min(len(u.in), u.remain)
 		if len(u.in) > u.remain {
