@@ -227,8 +227,10 @@ type respHead struct {
 // parseResponse parses the response head at the start of b. It returns
 // parseMore without a complete head, parseOK for a response the loop
 // relays (a final status with a Content-Length, or 204/304), and
-// parseRefuse for anything else (malformed, over maxHead, 1xx/101,
-// chunked or close-delimited bodies).
+// parseRefuse for anything else (malformed, over maxHead, a status
+// outside 200-599, a line not ended by CRLF, a field name that is not a
+// token, a control byte in a value, 1xx/101, chunked or close-delimited
+// bodies).
 func parseResponse(b []byte, maxHead int, h *respHead) int {
 	end := bytes.Index(b, crlfcrlf)
 	if end < 0 {
@@ -242,21 +244,32 @@ func parseResponse(b []byte, maxHead int, h *respHead) int {
 		return parseRefuse
 	}
 	st, ok := atoi(b[9:12])
-	if !ok || st < 200 || st > 999 || (end > 12 && b[12] != ' ' && b[12] != '\r') {
-		return parseRefuse
+	if !ok || st < 200 || st > 599 || (end > 12 && b[12] != ' ' && b[12] != '\r') {
+		return parseRefuse // 600-999 would reach the client as a status no server sends
 	}
 	h.status = st
 	sawLength := false
 	i := bytes.IndexByte(b, '\n') + 1
+	if b[i-2] != '\r' {
+		return parseRefuse // a bare LF ends the status line
+	}
 	for i < end+2 {
 		j := bytes.IndexByte(b[i:end+2], '\n')
-		ln := bytes.TrimSuffix(b[i:i+j], []byte{'\r'})
+		if j < 1 || b[i+j-1] != '\r' {
+			return parseRefuse // a bare LF: a line the client may split elsewhere
+		}
+		ln := b[i : i+j-1]
 		i += j + 1
 		c := bytes.IndexByte(ln, ':')
-		if c <= 0 {
-			return parseRefuse
+		if c <= 0 || !isToken(ln[:c]) {
+			return parseRefuse // no name, white space before ':', obs-fold
 		}
 		name, val := ln[:c], bytes.TrimSpace(ln[c+1:])
+		for _, ch := range val {
+			if (ch < ' ' && ch != '\t') || ch == 0x7f {
+				return parseRefuse // a bare CR, NUL or other control byte relayed as is
+			}
+		}
 		switch {
 		case fold(name, "content-length"):
 			n, ok := atoi(val)

@@ -80,6 +80,15 @@ func TestResponseHeads(t *testing.T) {
 		"HTTP/1.1 101 Switching Protocols\r\n\r\n",
 		"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
 		"HTTX/1.1 200 OK\r\nContent-Length: 1\r\n\r\n",
+		"HTTP/1.1 000 OK\r\nContent-Length: 1\r\n\r\n",
+		"HTTP/1.1 600 OK\r\nContent-Length: 1\r\n\r\n",
+		"HTTP/1.1 999 OK\r\nContent-Length: 1\r\n\r\n",
+		"HTTP/1.1 200 OK\nContent-Length: 1\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Length: 1\nX-A: b\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n folded: yes\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nX A: b\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nX-A: b\rSet-Cookie: x\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nX-A: b\x00c\r\n\r\n",
 	} {
 		var h respHead
 		if got := parseResponse([]byte(bad), 4096, &h); got != parseRefuse {
