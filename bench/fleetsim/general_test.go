@@ -157,7 +157,15 @@ func TestStrategyTweaks(t *testing.T) {
 	if len(s.tweaks) != 2 || s.tweaks[0] != (tweak{"dw", 2.5}) || s.tweaks[1] != (tweak{"ww", 0}) {
 		t.Errorf("tweaks %v", s.tweaks)
 	}
-	for _, bad := range []string{"probe+xx=1", "probe+dw", "probe+psf=2"} {
+	cfg.Strategy = "probe+fc=0"
+	s, err = newSim(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.tweaks) != 1 || s.tweaks[0] != (tweak{"fc", 0}) {
+		t.Errorf("tweaks %v", s.tweaks)
+	}
+	for _, bad := range []string{"probe+xx=1", "probe+dw", "probe+psf=2", "probe+fc=-1"} {
 		cfg.Strategy = bad
 		if _, err := newSim(cfg); err == nil {
 			t.Errorf("%s was accepted", bad)

@@ -8,7 +8,7 @@ import (
 	"github.com/probegate/probegate/internal/config"
 )
 
-// Configuration tweaks of a strategy, for sweeps of one route.load key
+// Configuration tweaks of a strategy, for sweeps of one route.load or scrape key
 // without a bench strategy per value: a strategy name may end in
 // "+key=value" parts (probe+dw=2), each applied to the strategy's
 // production configuration (bench.StrategyConfig) before its replicas are
@@ -21,6 +21,7 @@ import (
 //	psf   route.load.pod_speed_foreign
 //	sw    route.load.seat_weight
 //	pf    route.load.pod_speed_fresh (0: false, else true)
+//	fc    scrape.foreign_change
 type tweak struct {
 	key string
 	val float64
@@ -37,7 +38,7 @@ func splitTweaks(strategy string) (string, []tweak, error) {
 			return "", nil, fmt.Errorf("strategy %q: tweak %q is not key=number", strategy, p)
 		}
 		switch k {
-		case "dw", "rw", "ww", "pss", "psf", "sw", "pf":
+		case "dw", "rw", "ww", "pss", "psf", "sw", "pf", "fc":
 		default:
 			return "", nil, fmt.Errorf("strategy %q: unknown tweak key %q", strategy, k)
 		}
@@ -65,6 +66,8 @@ func applyTweaks(cfg *config.Config, ts []tweak) error {
 			l.SeatWeight = t.val
 		case "pf":
 			l.PodSpeedFresh = t.val != 0
+		case "fc":
+			cfg.Scrape.ForeignChange = t.val
 		}
 	}
 	return cfg.Validate()
