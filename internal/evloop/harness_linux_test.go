@@ -83,6 +83,22 @@ type testUpstream struct {
 	wg    sync.WaitGroup
 }
 
+// startSilentUpstream starts an upstream that never answers: it reads
+// after the request and closes the returned channel when that read sees
+// EOF (the loop closed the upstream connection).
+func startSilentUpstream(t *testing.T) (*testUpstream, chan struct{}) {
+	t.Helper()
+	sawEOF := make(chan struct{})
+	up := startUpstream(t, func(c net.Conn, _ int, _ upReq) bool {
+		var b [1]byte
+		if _, err := c.Read(b[:]); err == io.EOF {
+			close(sawEOF)
+		}
+		return false
+	})
+	return up, sawEOF
+}
+
 func startUpstream(t *testing.T, serve func(c net.Conn, n int, r upReq) bool) *testUpstream {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

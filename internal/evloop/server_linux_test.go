@@ -182,14 +182,7 @@ func TestStrayBytesRetireTheUpstreamConnection(t *testing.T) {
 // loop close that upstream connection (the upstream sees EOF before it
 // answers), and the attempt is reported as 499, client gone.
 func TestClientHangUpClosesTheUpstream(t *testing.T) {
-	sawEOF := make(chan struct{})
-	up := startUpstream(t, func(c net.Conn, _ int, _ upReq) bool {
-		var b [1]byte
-		if _, err := c.Read(b[:]); err == io.EOF {
-			close(sawEOF)
-		}
-		return false
-	})
+	up, sawEOF := startSilentUpstream(t)
 	h := newHandler(up.addr())
 	s := startLoop(t, h, newFakeClock(), nil)
 	c := dial(t, s)
@@ -254,14 +247,7 @@ func TestTimeoutsOnTheInjectedClock(t *testing.T) {
 	})
 	t.Run("first_byte", func(t *testing.T) {
 		clk := newFakeClock()
-		sawEOF := make(chan struct{})
-		up := startUpstream(t, func(c net.Conn, _ int, _ upReq) bool {
-			var b [1]byte
-			if _, err := c.Read(b[:]); err == io.EOF {
-				close(sawEOF)
-			}
-			return false
-		})
+		up, sawEOF := startSilentUpstream(t)
 		h := newHandler(up.addr())
 		s := startLoop(t, h, clk, nil)
 		c := dial(t, s)
