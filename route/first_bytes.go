@@ -128,7 +128,7 @@ func readFirst(up io.Reader, want int) (firstChunk, error) {
 		m, err := up.Read(room[n:])
 		n += m
 		switch {
-		case err != nil && errors.Is(err, io.EOF):
+		case errors.Is(err, io.EOF):
 			if n == 0 {
 				releasePumpBuf(buf)
 				return firstChunk{err: io.EOF}, nil
