@@ -3,6 +3,7 @@
 package evloop
 
 import (
+	"bytes"
 	"net"
 	"net/netip"
 	"os"
@@ -26,7 +27,7 @@ func (l *loop) clientEvent(c *conn, gone bool) {
 		}
 	}
 	switch c.state {
-	case stWait:
+	case stWait, stPark:
 		// The request is at the upstream. Input now is a pipelined request
 		// (left in the socket: the edge stays remembered in c.readable) or
 		// the client going away, which cancels the exchange: a FIN counts,
@@ -55,6 +56,7 @@ func (l *loop) serveClient(c *conn) {
 			outcome, status := parseRequest(c.in, &l.lim, &c.req)
 			switch outcome {
 			case parseRefuse:
+				l.refused(c, status, refusalCause(status))
 				l.refuse(c, status)
 				return
 			case parseHandOver:
@@ -92,22 +94,118 @@ func (l *loop) begin(c *conn) {
 	c.closeAfter = c.req.close
 	l.wheel.disarm(c)
 	c.req.buf = c.in
+	c.req.tag = nil
+	l.nextTicket(c)
 	c.dec.reset()
 	c.res = Result{Start: l.now, RequestBytes: c.req.total}
 	l.cfg.Handler.Route(&c.req, &c.dec)
 	l.act(c)
 }
 
-// act carries out c.dec: hand over, refuse, or send.
+// nextTicket issues the ticket of the Handler call about to be made for
+// c's request (a decision it makes may park).
+func (l *loop) nextTicket(c *conn) {
+	c.seq++
+	c.req.ticket = Ticket{loop: l.idx, fd: int32(c.fd), gen: c.gen, seq: c.seq}
+}
+
+// act carries out c.dec: hand over, refuse, answer, park, or send.
 func (l *loop) act(c *conn) {
 	switch {
 	case c.dec.HandOver:
 		l.handOver(c)
 	case c.dec.Status != 0:
 		l.refuse(c, c.dec.Status)
+	case c.dec.Response != nil:
+		l.answer(c)
+	case c.dec.Park:
+		l.park(c)
 	default:
 		l.send(c)
 	}
+}
+
+// answer writes the Handler's own response (Decision.Response) and
+// serves the next request, or closes gracefully after it when the
+// decision or the client asks.
+func (l *loop) answer(c *conn) {
+	resp := c.dec.Response
+	if !c.dec.Close && !c.closeAfter {
+		if !l.write(c, resp) {
+			l.close(c)
+			return
+		}
+		l.nextRequest(c)
+		return
+	}
+	c.closeAfter = true
+	l.out = l.out[:0]
+	if end := bytes.Index(resp, crlfcrlf); end >= 0 {
+		l.out = append(l.out, resp[:end+2]...)
+		l.out = append(l.out, "Connection: close\r\n"...)
+		l.out = append(l.out, resp[end+2:]...)
+	} else {
+		l.out = append(l.out, resp...) // not a response: the caller's bytes as they are
+	}
+	l.closeWith(c, l.out)
+}
+
+// park defers c's decision until Server.Resume with the ticket of the
+// Handler call that made it, or Decision.ParkTimeout.
+func (l *loop) park(c *conn) {
+	if l.resumer == nil {
+		l.refused(c, 500, "park without a Resumer")
+		l.refuse(c, 500)
+		return
+	}
+	c.state = stPark
+	c.parkSeq = c.seq
+	c.parkStatus = c.dec.ParkStatus
+	if c.parkStatus == 0 {
+		c.parkStatus = 504
+	}
+	c.res.Tag = c.dec.Tag
+	l.wheel.arm(c, l.now+max(int64(c.dec.ParkTimeout), 1))
+}
+
+// resume asks the Resumer for the decision of a parked request.
+func (l *loop) resume(c *conn) {
+	l.wheel.disarm(c)
+	c.state = stWait
+	c.req.buf = c.in
+	c.req.tag = c.res.Tag
+	l.nextTicket(c)
+	c.dec.reset()
+	l.resumer.Resumed(&c.req, &c.dec)
+	l.act(c)
+}
+
+// parkEnded reports a parked request that ended without a decision.
+func (l *loop) parkEnded(c *conn, status int, err error) {
+	c.res.Status, c.res.Err, c.res.End = status, err, l.now
+	c.req.buf = c.in
+	l.cfg.Handler.Done(&c.req, &c.res, nil)
+}
+
+// refused reports a refusal the loop makes on its own.
+func (l *loop) refused(c *conn, status int, cause string) {
+	if l.refusals != nil {
+		rf := Refusal{Status: status, Cause: cause, Remote: c.req.Remote}
+		l.refusals.Refused(&rf)
+	}
+}
+
+// refusalCause names the rule behind a status parseRequest refuses with.
+func refusalCause(status int) string {
+	switch status {
+	case 413:
+		return "body too large"
+	case 431:
+		return "head too large"
+	case 505:
+		return "HTTP version not supported"
+	}
+	return "malformed request"
 }
 
 // send starts an attempt of c's request to c.dec.Upstream.
@@ -279,6 +377,13 @@ func (l *loop) pumpUp(u *conn) {
 			}
 			c.res.Status = h.status
 			u.reusable = !h.close
+			var edits *ResponseHead
+			if l.heads != nil {
+				if l.askHead(c, u, &h) {
+					return
+				}
+				edits = &l.rh
+			}
 			// The head and the body bytes already read go out in one
 			// write: a second write would cost a second loopback send,
 			// the largest cost per request.
@@ -287,7 +392,7 @@ func (l *loop) pumpUp(u *conn) {
 			if len(body) > h.length {
 				u.reusable = false // bytes after the response: never reuse
 			}
-			l.out = appendResponseHead(l.out[:0], u.in[:h.size], c.closeAfter)
+			l.out = appendResponseHead(l.out[:0], u.in[:h.size], c.closeAfter, edits)
 			l.out = append(l.out, body[:k]...)
 			c.res.ResponseBytes += int64(len(l.out))
 			if !l.write(c, l.out) {
@@ -320,10 +425,48 @@ func (l *loop) pumpUp(u *conn) {
 	}
 }
 
+// askHead shows the response head to the HeadHandler and, when it asks
+// for a retry within the attempt bound, discards the response, reports the
+// attempt and acts on the retry: it returns true then (c and u are done
+// with). Otherwise l.rh holds the Handler's edits.
+func (l *loop) askHead(c, u *conn, h *respHead) bool {
+	rh := &l.rh
+	*rh = ResponseHead{Status: h.status, ContentLength: h.length, Set: rh.Set[:0], Del: rh.Del[:0], raw: u.in[:h.size]}
+	c.req.buf = c.in
+	c.req.tag = c.res.Tag
+	l.nextTicket(c)
+	c.retry.reset()
+	if !l.heads.Head(&c.req, rh, &c.retry) || c.res.Attempt+1 >= maxAttempts {
+		return false
+	}
+	rh.raw = nil
+	// Keep the connection only if the whole body came with the head:
+	// the loop never waits to drain a discarded answer.
+	u.peer, c.peer = nil, nil
+	if len(u.in)-h.size == h.length && u.reusable {
+		l.release(u)
+	} else {
+		l.close(u)
+	}
+	c.res.Err, c.res.End = ErrDiscarded, l.now
+	l.cfg.Handler.Done(&c.req, &c.res, nil)
+	l.retryWith(c)
+	return true
+}
+
+// retryWith acts on c.retry, a new attempt of c's request.
+func (l *loop) retryWith(c *conn) {
+	c.dec, c.retry = c.retry, c.dec
+	attempt := c.res.Attempt + 1
+	c.res = Result{Start: c.res.Start, RequestBytes: c.req.total, Attempt: attempt}
+	l.act(c)
+}
+
 // appendResponseHead appends the response head for the client: the
-// upstream's status line and headers minus hop-by-hop ones, plus
-// "Connection: close" when the client's connection ends after it.
-func appendResponseHead(dst, head []byte, closing bool) []byte {
+// upstream's status line and headers minus hop-by-hop ones and minus
+// those e removes or replaces, then e's additions, plus "Connection:
+// close" when the client's connection ends after it. e may be nil.
+func appendResponseHead(dst, head []byte, closing bool, e *ResponseHead) []byte {
 	i := 0
 	for i < len(head)-2 {
 		j := i
@@ -338,11 +481,19 @@ func appendResponseHead(dst, head []byte, closing bool) []byte {
 			if c := indexColon(line); c >= 0 {
 				name = line[:c]
 			}
-			if hopByHop(name) {
+			if hopByHop(name) || (e != nil && e.edits(name)) {
 				continue
 			}
 		}
 		dst = append(dst, line...)
+	}
+	if e != nil {
+		for _, h := range e.Set {
+			dst = append(dst, h.Name...)
+			dst = append(dst, ": "...)
+			dst = append(dst, h.Value...)
+			dst = append(dst, "\r\n"...)
+		}
 	}
 	if closing {
 		dst = append(dst, "Connection: close\r\n"...)
@@ -447,13 +598,12 @@ func (l *loop) attemptFailed(c *conn, u *conn, err error, retryable bool) {
 	}
 	c.res.Status, c.res.Err, c.res.Retryable, c.res.End = status, err, retryable, l.now
 	c.req.buf = c.in
+	c.req.tag = c.res.Tag
+	l.nextTicket(c)
 	c.retry.reset()
 	again := l.cfg.Handler.Done(&c.req, &c.res, &c.retry)
 	if again && retryable && c.res.Attempt+1 < maxAttempts {
-		c.dec, c.retry = c.retry, c.dec
-		attempt := c.res.Attempt + 1
-		c.res = Result{Start: c.res.Start, RequestBytes: c.req.total, Attempt: attempt}
-		l.act(c)
+		l.retryWith(c)
 		return
 	}
 	l.refuse(c, status)
@@ -480,6 +630,9 @@ func (l *loop) dropClient(c *conn) {
 		c.res.Status, c.res.Err, c.res.End = 499, ErrClientGone, l.now
 		c.req.buf = c.in
 		l.cfg.Handler.Done(&c.req, &c.res, nil)
+	} else if c.state == stPark {
+		c.state = stWait // the ticket no longer applies
+		l.parkEnded(c, 499, ErrClientGone)
 	}
 	l.close(c)
 }
@@ -489,9 +642,15 @@ func (l *loop) dropClient(c *conn) {
 // closes or ReadTimeout passes, so unread input does not turn the close
 // into a reset that destroys the answer.
 func (l *loop) refuse(c *conn, status int) {
+	l.closeWith(c, l.cfg.ErrorResponse(status))
+}
+
+// closeWith writes resp, a closing answer, and closes gracefully as
+// refuse does.
+func (l *loop) closeWith(c *conn, resp []byte) {
 	c.state = stLinger
 	c.closeAfter = true
-	if !l.write(c, l.cfg.ErrorResponse(status)) {
+	if !l.write(c, resp) {
 		l.close(c)
 		return
 	}
@@ -538,7 +697,13 @@ func (l *loop) onExpire(c *conn) {
 	case stIdle, stLinger:
 		l.close(c)
 	case stRead:
+		l.refused(c, 408, "read timeout")
 		l.refuse(c, 408)
+	case stPark:
+		status := c.parkStatus
+		c.state = stWait // the ticket no longer applies
+		l.parkEnded(c, status, ErrParkTimeout)
+		l.refuse(c, status)
 	}
 }
 

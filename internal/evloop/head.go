@@ -26,9 +26,21 @@ type Request struct {
 	head    int  // bytes of the head, through the blank line
 	total   int  // head and body
 	close   bool // Connection: close
+	ticket  Ticket
+	tag     any
 	// Remote is the client's address.
 	Remote netip.AddrPort
 }
+
+// Ticket returns the ticket Server.Resume takes to resume this request
+// if the decision being made parks it (Decision.Park). Each Handler call
+// that may park (Route, Resumed, Done with a retry, Head) has a ticket of
+// its own.
+func (r *Request) Ticket() Ticket { return r.ticket }
+
+// Tag returns the Tag of the request's latest decision (nil in Route):
+// in Resumed, that of the decision that parked it.
+func (r *Request) Tag() any { return r.tag }
 
 // Method returns the request method.
 func (r *Request) Method() []byte { return r.method.of(r.buf) }
@@ -416,4 +428,20 @@ func atoi(b []byte) (int, bool) {
 		n = n*10 + int(c-'0')
 	}
 	return n, true
+}
+
+// edits reports whether the Handler's edits remove or replace the
+// response header name.
+func (h *ResponseHead) edits(name []byte) bool {
+	for _, n := range h.Del {
+		if foldBytes(name, n) {
+			return true
+		}
+	}
+	for _, f := range h.Set {
+		if foldBytes(name, f.Name) {
+			return true
+		}
+	}
+	return false
 }

@@ -100,7 +100,7 @@ func TestResponseHeads(t *testing.T) {
 	if got := parseResponse([]byte(head+"ok"), 4096, &h); got != parseOK || h.length != 2 || h.status != 200 || h.size != len(head) {
 		t.Fatalf("%d %+v", got, h)
 	}
-	if got := string(appendResponseHead(nil, []byte(head), true)); got != "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n" {
+	if got := string(appendResponseHead(nil, []byte(head), true, nil)); got != "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n" {
 		t.Fatalf("relayed head %q", got)
 	}
 }

@@ -69,12 +69,13 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg}
 	raw := runtime.GOMAXPROCS(0) > cfg.Loops
-	for range cfg.Loops {
+	for i := range cfg.Loops {
 		l, err := newLoop(s, ap, raw)
 		if err != nil {
 			s.closeLoops()
 			return nil, err
 		}
+		l.idx = int32(i)
 		if ap.Port() == 0 {
 			sa, err := unix.Getsockname(l.lfd)
 			if err != nil {
@@ -105,6 +106,21 @@ func (s *Server) closeLoops() {
 
 // Addr returns the address the loops listen on.
 func (s *Server) Addr() net.Addr { return s.addr }
+
+// Resume delivers the decision for the parked request t names: its loop
+// calls Resumer.Resumed for it. It may be called from any goroutine; it
+// does not block beyond a short critical section and one eventfd write
+// (none when the loop has resumes queued already), and allocates nothing
+// in steady state. It returns false when t names no loop of s or the
+// loop has stopped; true means only that the ticket was queued: a ticket
+// whose park has ended (resumed already, expired, client gone) is
+// dropped by the loop.
+func (s *Server) Resume(t Ticket) bool {
+	if t.gen == 0 || t.loop < 0 || int(t.loop) >= len(s.loops) {
+		return false
+	}
+	return s.loops[t.loop].enqueue(t)
+}
 
 // Close stops every loop: listeners, client and upstream connections the
 // loops own are closed (exchanges in flight are cut); connections already
@@ -167,6 +183,10 @@ type conn struct {
 	// client side
 	state      uint8
 	closeAfter bool
+	overCap    bool   // accepted past Config.MaxConns: being refused
+	seq        uint32 // the latest ticket's sequence (Request.Ticket)
+	parkSeq    uint32 // the ticket that resumes a park (state stPark)
+	parkStatus int    // answered when the park expires
 	req        Request
 	dec        Decision
 	retry      Decision
@@ -190,6 +210,7 @@ const (
 	stRead                // a request partly read (ReadTimeout)
 	stWait                // an exchange in flight (the upstream's timers)
 	stLinger              // refused: draining input before the close
+	stPark                // the decision deferred (Decision.Park): ParkTimeout
 )
 
 // loop is one event loop.
@@ -213,6 +234,23 @@ type loop struct {
 	events    []unix.EpollEvent
 	out       []byte // scratch for upstream request heads and response heads
 	expire    func(*conn)
+	idx       int32 // the loop's index in Server.loops (tickets)
+	// The Handler's optional interfaces (nil when not implemented).
+	refusals RefusalHandler
+	heads    HeadHandler
+	resumer  Resumer
+	rh       ResponseHead
+	// Config.MaxConns: client connections counted toward it, those
+	// accepted past it (being refused), and whether the listener left
+	// the epoll set (paused) because the latter reached it too.
+	nclients, nrefusing int
+	paused              bool
+	// Resumes from other goroutines: queue under qmu; the loop swaps it
+	// with drain. qclosed is set, under qmu, before efd is closed.
+	qmu     sync.Mutex
+	queue   []Ticket
+	drain   []Ticket
+	qclosed bool
 }
 
 func newLoop(s *Server, ap netip.AddrPort, raw bool) (*loop, error) {
@@ -222,6 +260,9 @@ func newLoop(s *Server, ap netip.AddrPort, raw bool) (*loop, error) {
 	l.now = s.cfg.Clock()
 	l.wheel = newWheel[*conn](int64(timerTick), wheelSlots, l.now)
 	l.expire = l.onExpire
+	l.refusals, _ = s.cfg.Handler.(RefusalHandler)
+	l.heads, _ = s.cfg.Handler.(HeadHandler)
+	l.resumer, _ = s.cfg.Handler.(Resumer)
 	sa, family := sockaddr(ap)
 	var err error
 	fail := func(what string, e error) (*loop, error) {
@@ -268,6 +309,9 @@ func (l *loop) closeAll() {
 		return
 	}
 	l.fdsClosed = true
+	l.qmu.Lock()
+	l.qclosed = true // no Resume writes efd from now on
+	l.qmu.Unlock()
 	for _, fd := range []int{l.lfd, l.efd, l.epfd} {
 		if fd >= 0 {
 			_ = unix.Close(fd)
@@ -291,7 +335,8 @@ func (l *loop) run() {
 				l.accept()
 				continue
 			case fd == l.efd:
-				continue // the stop flag is checked below
+				l.resumeQueued() // the stop flag is checked below
+				continue
 			case fd >= len(l.conns):
 				continue
 			}
@@ -358,6 +403,19 @@ func (l *loop) forget(c *conn) {
 	c.closed = true
 	l.conns[c.fd] = nil
 	l.wheel.disarm(c)
+	if c.upstream || l.cfg.MaxConns == 0 {
+		return
+	}
+	if c.overCap {
+		l.nrefusing--
+	} else {
+		l.nclients--
+	}
+	if l.paused && l.nrefusing < l.cfg.MaxConns && !l.fdsClosed {
+		if unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, l.lfd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(l.lfd)}) == nil {
+			l.paused = false
+		}
+	}
 }
 
 func (l *loop) close(c *conn) {
@@ -377,11 +435,71 @@ func (l *loop) accept() {
 		_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
 		c := &conn{fd: fd, in: make([]byte, 0, inBuf), writable: true}
 		c.req.Remote = addrPortOf(sa)
-		if l.add(c) {
-			c.state = stRead // the first request is bounded from the accept (slowloris)
-			l.wheel.arm(c, l.now+int64(l.cfg.ReadTimeout))
+		if !l.add(c) {
+			continue
 		}
+		if limit := l.cfg.MaxConns; limit > 0 {
+			if l.nclients >= limit {
+				c.overCap = true
+				l.nrefusing++
+				l.refused(c, 503, "connection cap")
+				l.refuse(c, 503)
+				if l.nrefusing >= limit && !c.closed {
+					// As many being refused as served: stop accepting
+					// until one ends (forget).
+					if unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, l.lfd, nil) == nil {
+						l.paused = true
+						return
+					}
+				}
+				continue
+			}
+			l.nclients++
+		}
+		c.state = stRead // the first request is bounded from the accept (slowloris)
+		l.wheel.arm(c, l.now+int64(l.cfg.ReadTimeout))
 	}
+}
+
+// enqueue queues a resume for the loop and wakes it; false after the
+// loop stopped. The eventfd is written under qmu, so never after
+// closeAll closed it, and only by the resume that finds the queue empty
+// (the loop swaps the queue out after it has read the eventfd).
+func (l *loop) enqueue(t Ticket) bool {
+	l.qmu.Lock()
+	defer l.qmu.Unlock()
+	if l.qclosed {
+		return false
+	}
+	l.queue = append(l.queue, t)
+	if len(l.queue) == 1 {
+		one := [8]byte{1}
+		_, _ = unix.Write(l.efd, one[:])
+	}
+	return true
+}
+
+// resumeQueued resets the eventfd and resumes every queued ticket that
+// still names a parked request.
+func (l *loop) resumeQueued() {
+	var b [8]byte
+	_, _ = unix.Read(l.efd, b[:])
+	l.qmu.Lock()
+	q := l.queue
+	l.queue = l.drain[:0]
+	l.qmu.Unlock()
+	for _, t := range q {
+		if int(t.fd) >= len(l.conns) {
+			continue
+		}
+		c := l.conns[t.fd]
+		if c == nil || c.upstream || c.gen != t.gen || c.state != stPark || c.parkSeq != t.seq {
+			continue // the park ended; the descriptor may serve another
+		}
+		l.resume(c)
+	}
+	clear(q)
+	l.drain = q[:0]
 }
 
 // read reads into c.in's spare capacity and reports whether the socket is

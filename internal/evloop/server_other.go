@@ -15,3 +15,6 @@ func (s *Server) Addr() net.Addr { return nil }
 
 // Close does nothing.
 func (s *Server) Close() error { return nil }
+
+// Resume returns false: there are no loops.
+func (s *Server) Resume(Ticket) bool { return false }
