@@ -86,6 +86,64 @@ func (h *benchHandler) Done(*Request, *Result, *Decision) bool { return false }
 // process's (target 0 in steady state).
 func BenchmarkExchange(b *testing.B) {
 	h := &benchHandler{up: rawUpstream(b)}
+	_, roundTrip := benchLoop(b, h)
+	for range 100 {
+		roundTrip() // buffers and the upstream connection in place
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		roundTrip()
+	}
+}
+
+// parkHandler parks every request and resumes it from another goroutine
+// (the probe policy's shape: Route hands the pick to a goroutine, which
+// calls Server.Resume), then routes it as benchHandler does.
+type parkHandler struct {
+	benchHandler
+	tickets chan Ticket
+}
+
+func (h *parkHandler) Route(r *Request, d *Decision) {
+	d.Park, d.ParkTimeout, d.Tag = true, time.Minute, h
+	h.tickets <- r.Ticket()
+}
+
+func (h *parkHandler) Resumed(r *Request, d *Decision) {
+	if r.Tag() != h {
+		panic("evloop: Resumed without the parking decision's Tag")
+	}
+	h.benchHandler.Route(r, d)
+}
+
+// BenchmarkParkResume is BenchmarkExchange with each request parked in
+// Route and resumed from another goroutine (a channel hand-off, then
+// Server.Resume: the loop's queue and eventfd wake-up, then Resumed):
+// ns/op beside BenchmarkExchange's is the round trip through the other
+// goroutine; allocs/op is the whole process's (target 0).
+func BenchmarkParkResume(b *testing.B) {
+	h := &parkHandler{benchHandler: benchHandler{up: rawUpstream(b)}, tickets: make(chan Ticket, 64)}
+	s, roundTrip := benchLoop(b, h)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for t := range h.tickets {
+			s.Resume(t)
+		}
+	}()
+	defer func() { close(h.tickets); <-done }()
+	for range 100 {
+		roundTrip()
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		roundTrip()
+	}
+}
+
+// benchLoop starts a one-loop server with h and returns it and a
+// round trip of one small POST on one keep-alive client connection.
+func benchLoop(b *testing.B, h Handler) (*Server, func()) {
 	s, err := New(Config{
 		Addr: "127.0.0.1:0", Loops: 1, Handler: h,
 		Fallback:      func(c net.Conn) { c.Close() },
@@ -97,12 +155,12 @@ func BenchmarkExchange(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer s.Close()
+	b.Cleanup(func() { s.Close() })
 	c, err := net.Dial("tcp", s.Addr().String())
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer c.Close()
+	b.Cleanup(func() { c.Close() })
 	req := []byte(post("/v1/completions", `{"model":"m","prompt":"hello","max_tokens":8}`))
 	buf := make([]byte, 4096)
 	roundTrip := func() {
@@ -124,11 +182,5 @@ func BenchmarkExchange(b *testing.B) {
 			}
 		}
 	}
-	for range 100 {
-		roundTrip() // buffers and the upstream connection in place
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		roundTrip()
-	}
+	return s, roundTrip
 }

@@ -159,6 +159,7 @@ func (l *loop) park(c *conn) {
 		return
 	}
 	c.state = stPark
+	l.parked = true
 	c.parkSeq = c.seq
 	c.parkStatus = c.dec.ParkStatus
 	if c.parkStatus == 0 {

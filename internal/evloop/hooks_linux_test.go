@@ -255,3 +255,310 @@ func TestHeadHookReadsEditsAndResends(t *testing.T) {
 		})
 	}
 }
+
+// parker parks every request whose target starts with /p (its ticket
+// goes to tickets) and, when resumed, sends it to up; resumedAt hears the
+// target of every Resumed call.
+type parker struct {
+	*hooks
+	tickets   chan Ticket
+	resumedAt chan string
+}
+
+func newParker(t *testing.T, up *testUpstream, timeout time.Duration, status int) *parker {
+	p := &parker{hooks: newHooks(newHandler(up.addr())), tickets: make(chan Ticket, 16), resumedAt: make(chan string, 16)}
+	p.route = func(r *Request, d *Decision) {
+		if strings.HasPrefix(string(r.Target()), "/p") {
+			*d = Decision{Park: true, ParkTimeout: timeout, ParkStatus: status, Tag: string(r.Target()), Set: d.Set[:0], Del: d.Del[:0]}
+			p.tickets <- r.Ticket()
+		}
+	}
+	p.resumed = func(r *Request, d *Decision) {
+		if tag, _ := r.Tag().(string); tag != string(r.Target()) {
+			t.Errorf("Resumed for %s with Tag %v", r.Target(), r.Tag())
+		}
+		p.resumedAt <- string(r.Target())
+		d.Upstream = up.addr()
+		d.Tag = r.Tag()
+	}
+	return p
+}
+
+func (p *parker) ticket(t *testing.T) Ticket {
+	t.Helper()
+	select {
+	case tk := <-p.tickets:
+		return tk
+	case <-time.After(10 * time.Second):
+		t.Fatal("no request parked")
+	}
+	return Ticket{}
+}
+
+// resumedNext returns the target of the next Resumed call.
+func (p *parker) resumedNext(t *testing.T) string {
+	t.Helper()
+	select {
+	case target := <-p.resumedAt:
+		return target
+	case <-time.After(10 * time.Second):
+		t.Fatal("nothing resumed")
+	}
+	return ""
+}
+
+// A parked request waits without blocking its loop (another connection
+// is served meanwhile, and ReadTimeout no longer applies to it), and a
+// Resume from another goroutine sends it upstream with the decision
+// Resumed makes; Done reports it once, with the parking decision's Tag.
+// A retry Decision (from Done) may park too.
+func TestParkAndResume(t *testing.T) {
+	t.Run("resumed", func(t *testing.T) {
+		up := startUpstream(t, nil)
+		p := newParker(t, up, 30*time.Second, 0)
+		clk := newFakeClock()
+		s := startLoop(t, p, clk, nil)
+		a := dial(t, s)
+		a.send(post("/park", "1"))
+		tk := p.ticket(t)
+		clk.advance(6 * time.Second) // past ReadTimeout (5 s), within ParkTimeout
+		b := dial(t, s)
+		for i := range 2 {
+			b.send(post("/b", strconv.Itoa(i)))
+			if status, _, body := b.response(); status != 200 || string(body) != "ok:/b" {
+				t.Fatalf("while parked: %d %q", status, body)
+			}
+			if res := p.result(t); res.Status != 200 {
+				t.Fatalf("while parked: outcome %+v", res)
+			}
+		}
+		up.next(t)
+		up.next(t)
+		go func() {
+			if !s.Resume(tk) {
+				t.Error("Resume refused")
+			}
+		}()
+		if status, _, body := a.response(); status != 200 || string(body) != "ok:/park" {
+			t.Fatalf("resumed: %d %q", status, body)
+		}
+		if got := p.resumedNext(t); got != "/park" {
+			t.Fatalf("resumed %s", got)
+		}
+		if res := p.result(t); res.Status != 200 || res.Err != nil || res.Upstream != up.addr() || res.Attempt != 0 || res.Tag != "/park" {
+			t.Fatalf("outcome %+v", res)
+		}
+		if r := up.next(t); r.path != "/park" {
+			t.Fatalf("upstream got %s", r.path)
+		}
+		p.noneHeard(t)
+	})
+	t.Run("retry_parks", func(t *testing.T) {
+		dead, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		deadAddr := addrOf(t, dead.Addr())
+		dead.Close()
+		up := startUpstream(t, nil)
+		p := newParker(t, up, 30*time.Second, 0)
+		p.route = func(_ *Request, d *Decision) { d.Upstream = deadAddr }
+		p.retry = func(_ *Result, d *Decision) bool {
+			d.Park, d.ParkTimeout, d.Tag = true, 30*time.Second, "/retry"
+			return true
+		}
+		p.resumed = func(r *Request, d *Decision) {
+			p.resumedAt <- r.Tag().(string)
+			d.Upstream = up.addr()
+		}
+		h := &retryParker{parker: p}
+		s := startLoop(t, h, newFakeClock(), nil)
+		c := dial(t, s)
+		c.send(post("/retry", "1"))
+		if res := p.result(t); !errors.Is(res.Err, ErrConnect) {
+			t.Fatalf("first attempt %+v", res)
+		}
+		s.Resume(<-h.tickets)
+		if status, _, body := c.response(); status != 200 || string(body) != "ok:/retry" {
+			t.Fatalf("after the parked retry: %d %q", status, body)
+		}
+		if got := p.resumedNext(t); got != "/retry" {
+			t.Fatalf("resumed %s", got)
+		}
+		if res := p.result(t); res.Status != 200 || res.Attempt != 1 {
+			t.Fatalf("second attempt %+v", res)
+		}
+	})
+}
+
+// retryParker passes the ticket of a Done call whose retry parks.
+type retryParker struct {
+	*parker
+}
+
+func (h *retryParker) Done(r *Request, res *Result, retry *Decision) bool {
+	again := h.parker.Done(r, res, retry)
+	if again && retry.Park {
+		h.tickets <- r.Ticket()
+	}
+	return again
+}
+
+// A parked request ends without a decision when its ParkTimeout passes
+// (the client gets ParkStatus, Done hears ErrParkTimeout) or its client
+// hangs up (Done hears ErrClientGone, 499). A Resume after that, a
+// Resume with the ticket of an earlier park on the same keep-alive
+// connection, and one with the ticket of a connection whose descriptor
+// a new connection now uses, all resume nothing: the next park is
+// resumed only by its own ticket. (Tickets are queued in order, so once
+// a sentinel parked after them is resumed, the stale ones were dropped.)
+func TestStaleTicketsResumeNothing(t *testing.T) {
+	up := startUpstream(t, nil)
+	p := newParker(t, up, 2*time.Second, 503)
+	clk := newFakeClock()
+	s := startLoop(t, p, clk, nil)
+	// stale resumes each stale ticket, then a sentinel's, and checks
+	// that the sentinel is the only request resumed.
+	stale := func(t *testing.T, tickets ...Ticket) {
+		t.Helper()
+		sentinel := dial(t, s)
+		sentinel.send(post("/p-sentinel", "s"))
+		st := p.ticket(t)
+		for _, tk := range tickets {
+			s.Resume(tk)
+		}
+		s.Resume(st)
+		if got := p.resumedNext(t); got != "/p-sentinel" {
+			t.Fatalf("a stale ticket resumed %s", got)
+		}
+		if status, _, _ := sentinel.response(); status != 200 {
+			t.Fatalf("sentinel: %d", status)
+		}
+		if res := p.result(t); res.Status != 200 {
+			t.Fatalf("sentinel: outcome %+v", res)
+		}
+		up.next(t)
+	}
+
+	t.Run("expired", func(t *testing.T) {
+		c := dial(t, s)
+		c.send(post("/p-expire", "1"))
+		tk := p.ticket(t)
+		clk.advance(3 * time.Second)
+		status, hdr, body := c.response()
+		if status != 503 || hdr.Get("Connection") != "close" {
+			t.Fatalf("expired park: %d %v", status, hdr)
+		}
+		checkEnvelope(t, 503, body)
+		c.closed()
+		if res := p.result(t); !errors.Is(res.Err, ErrParkTimeout) || res.Status != 503 || res.Upstream.IsValid() || res.Tag != "/p-expire" {
+			t.Fatalf("outcome %+v", res)
+		}
+		stale(t, tk)
+		up.none(t)
+	})
+	t.Run("client_gone", func(t *testing.T) {
+		c := dial(t, s)
+		c.send(post("/p-gone", "1"))
+		tk := p.ticket(t)
+		c.c.Close()
+		if res := p.result(t); !errors.Is(res.Err, ErrClientGone) || res.Status != 499 || res.Upstream.IsValid() {
+			t.Fatalf("outcome %+v", res)
+		}
+		stale(t, tk)
+		up.none(t)
+	})
+	t.Run("keep_alive", func(t *testing.T) {
+		c := dial(t, s)
+		c.send(post("/p-one", "1"))
+		t1 := p.ticket(t)
+		s.Resume(t1)
+		if status, _, body := c.response(); status != 200 || string(body) != "ok:/p-one" {
+			t.Fatalf("first park: %d %q", status, body)
+		}
+		p.resumedNext(t)
+		p.result(t)
+		up.next(t)
+		stale(t, t1) // resumed already: its connection now idle
+		c.send(post("/p-two", "2"))
+		t2 := p.ticket(t)
+		if t2.fd != t1.fd || t2.gen != t1.gen {
+			t.Fatalf("tickets %+v and %+v are not of one connection", t1, t2)
+		}
+		stale(t, t1)
+		s.Resume(t2)
+		if status, _, body := c.response(); status != 200 || string(body) != "ok:/p-two" {
+			t.Fatalf("second park: %d %q", status, body)
+		}
+		if got := p.resumedNext(t); got != "/p-two" {
+			t.Fatalf("resumed %s", got)
+		}
+		p.result(t)
+		up.next(t)
+	})
+	t.Run("reused_descriptor", func(t *testing.T) {
+		sentinel := dial(t, s) // opened first, so its descriptor is not the reused one
+		var t1, t2 Ticket
+		var b *client
+		for try := 0; ; try++ {
+			a := dial(t, s)
+			a.send(post("/p-a", "1"))
+			t1 = p.ticket(t)
+			a.c.Close()
+			if res := p.result(t); !errors.Is(res.Err, ErrClientGone) {
+				t.Fatalf("outcome %+v", res)
+			}
+			b = dial(t, s)
+			b.send(post("/p-b", "2"))
+			t2 = p.ticket(t)
+			if t2.fd == t1.fd {
+				break
+			}
+			if try == 5 {
+				t.Fatalf("no descriptor reused in 6 tries (%d, %d)", t1.fd, t2.fd)
+			}
+			b.c.Close()
+			p.result(t)
+		}
+		if t2.seq != t1.seq || t2.gen == t1.gen {
+			t.Fatalf("tickets %+v, %+v", t1, t2)
+		}
+		sentinel.c.Close()
+		stale(t, t1)
+		s.Resume(t2)
+		if status, _, body := b.response(); status != 200 || string(body) != "ok:/p-b" {
+			t.Fatalf("the new connection's park: %d %q", status, body)
+		}
+		p.resumedNext(t)
+		p.result(t)
+		up.next(t)
+	})
+}
+
+// refuseOnly hears refusals but cannot resume.
+type refuseOnly struct {
+	*testHandler
+	refused chan Refusal
+}
+
+func (h *refuseOnly) Refused(rf *Refusal) { h.refused <- *rf }
+
+// A Handler that parks without implementing Resumer gets a 500 and a
+// refusal, never a request stuck until its ParkTimeout.
+func TestParkWithoutResumerIsRefused(t *testing.T) {
+	up := startUpstream(t, nil)
+	h := &refuseOnly{testHandler: newHandler(up.addr()), refused: make(chan Refusal, 4)}
+	h.route = func(_ *Request, d *Decision) { d.Park, d.ParkTimeout = true, time.Minute }
+	s := startLoop(t, h, newFakeClock(), nil)
+	c := dial(t, s)
+	c.send(post("/a", "1"))
+	status, _, body := c.response()
+	if status != 500 {
+		t.Fatalf("got %d", status)
+	}
+	checkEnvelope(t, 500, body)
+	if rf := <-h.refused; rf.Status != 500 || rf.Cause != "park without a Resumer" {
+		t.Fatalf("refusal %+v", rf)
+	}
+	up.none(t)
+}
