@@ -562,3 +562,73 @@ func TestParkWithoutResumerIsRefused(t *testing.T) {
 	}
 	up.none(t)
 }
+
+// Past Config.MaxConns a connection is accepted, answered 503 with the
+// envelope, reported, and closed; once a served connection ends a new one
+// is served. While as many connections are being refused as the cap, the
+// loop stops accepting: a new connection waits unanswered in the backlog
+// until a refused one ends, and is then answered.
+func TestConnectionCap(t *testing.T) {
+	up := startUpstream(t, nil)
+	h := newHooks(newHandler(up.addr()))
+	clk := newFakeClock()
+	s := startLoop(t, h, clk, func(cfg *Config) { cfg.MaxConns = 2 })
+	exchange := func(c *client, path string) int {
+		t.Helper()
+		c.send(post(path, "1"))
+		status, _, body := c.response()
+		if status == 200 {
+			up.next(t)
+			h.result(t)
+		} else {
+			checkEnvelope(t, status, body)
+			if rf := h.refusal(t); rf.Status != 503 || rf.Cause != "connection cap" {
+				t.Fatalf("refusal %+v", rf)
+			}
+		}
+		return status
+	}
+	a, b := dial(t, s), dial(t, s)
+	if exchange(a, "/a") != 200 || exchange(b, "/b") != 200 {
+		t.Fatal("under the cap: refused")
+	}
+	// Two refused connections, held open by their clients (lingering):
+	// as many as the cap, so the loop stops accepting.
+	r1, r2 := dial(t, s), dial(t, s)
+	for _, r := range []*client{r1, r2} {
+		if status := exchange(r, "/over"); status != 503 {
+			t.Fatalf("over the cap: %d", status)
+		}
+	}
+	waiting := dial(t, s)
+	waiting.send(post("/waiting", "1"))
+	_ = waiting.c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+	if n, err := waiting.br.Peek(1); err == nil {
+		t.Fatalf("answered while the loop had stopped accepting: %q", n)
+	}
+	_ = waiting.c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	r1.c.Close() // a refused connection ends: the loop accepts again
+	status, _, body := waiting.response()
+	if status != 503 {
+		t.Fatalf("after the pause: %d", status)
+	}
+	checkEnvelope(t, 503, body)
+	if rf := h.refusal(t); rf.Status != 503 {
+		t.Fatalf("refusal %+v", rf)
+	}
+	// The refused ones and a served one end: the next is served.
+	r2.c.Close()
+	waiting.c.Close()
+	a.c.Close()
+	for try := 0; ; try++ {
+		c := dial(t, s)
+		if exchange(c, "/next") == 200 {
+			break
+		}
+		if try == 100 {
+			t.Fatal("a connection ended, yet new ones are still refused")
+		}
+		time.Sleep(10 * time.Millisecond) // the loop has not seen a's close yet
+	}
+	up.none(t)
+}
