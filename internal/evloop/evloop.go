@@ -260,6 +260,10 @@ type Decision struct {
 	ParkStatus  int
 	// Upstream is the address the request is sent to.
 	Upstream netip.AddrPort
+	// Target, when not nil, replaces the request target upstream (an
+	// origin-form path and query, such as a normalized path); it may
+	// point into Scratch.
+	Target []byte
 	// Set are headers added to the upstream request; a request header of
 	// the same name (case-insensitive) is removed first.
 	Set []Header
@@ -295,6 +299,9 @@ type Result struct {
 	// included).
 	RequestBytes  int
 	ResponseBytes int64
+	// BodyBytes is the part of ResponseBytes that was the response
+	// body.
+	BodyBytes int64
 	// Start, FirstByte and End are times on the loop's clock
 	// (Config.Clock), in nanoseconds; FirstByte is zero when no response
 	// byte arrived.

@@ -234,7 +234,11 @@ func (l *loop) send(c *conn) {
 func appendUpstreamRequest(dst []byte, r *Request, d *Decision) []byte {
 	dst = append(dst, r.Method()...)
 	dst = append(dst, ' ')
-	dst = append(dst, r.Target()...)
+	if d.Target != nil {
+		dst = append(dst, d.Target...)
+	} else {
+		dst = append(dst, r.Target()...)
+	}
 	dst = append(dst, " HTTP/1.1\r\n"...)
 	conn := r.conn.of(r.buf)
 next:
@@ -396,6 +400,7 @@ func (l *loop) pumpUp(u *conn) {
 			l.out = appendResponseHead(l.out[:0], u.in[:h.size], c.closeAfter, edits)
 			l.out = append(l.out, body[:k]...)
 			c.res.ResponseBytes += int64(len(l.out))
+			c.res.BodyBytes += int64(k)
 			if !l.write(c, l.out) {
 				l.dropClient(c)
 				return
@@ -418,6 +423,7 @@ func (l *loop) pumpUp(u *conn) {
 		}
 		u.remain -= k
 		c.res.ResponseBytes += int64(k)
+		c.res.BodyBytes += int64(k)
 		u.in = u.in[:0]
 		if u.remain == 0 {
 			l.finish(c, u)

@@ -90,7 +90,7 @@ type limits struct {
 // header count over the limit, 413 body over the limit, 505 an HTTP
 // version other than 1.x. A request the loop does not serve itself
 // (chunked or Expect bodies, Upgrade, HTTP/1.0, HEAD, CONNECT, OPTIONS *,
-// absolute-form targets) is parseHandOver.
+// absolute-form targets, two Connection fields) is parseHandOver.
 func parseRequest(b []byte, lim *limits, r *Request) (outcome, status int) {
 	end := bytes.Index(b, crlfcrlf)
 	if end < 0 {
@@ -141,7 +141,7 @@ func parseRequest(b []byte, lim *limits, r *Request) (outcome, status int) {
 		return parseRefuse, 400
 	}
 	// Header fields.
-	clen, sawLength, chunked, expect, upgrade, hosts := 0, false, false, false, false, 0
+	clen, sawLength, chunked, expect, upgrade, hosts, conns := 0, false, false, false, false, 0, 0
 	i := len(line)
 	for i < end+2 {
 		j := bytes.IndexByte(b[i:end+2], '\n')
@@ -188,11 +188,11 @@ func parseRequest(b []byte, lim *limits, r *Request) (outcome, status int) {
 			}
 		case 10:
 			if fold(name, "connection") {
-				if r.conn.end != 0 {
-					return parseRefuse, 400 // one Connection field, so its tokens are unambiguous
+				conns++
+				if conns == 1 {
+					r.conn = f.value
 				}
-				r.conn = f.value
-				r.close = hasToken(val, "close")
+				r.close = r.close || hasToken(val, "close")
 				if hasToken(val, "upgrade") {
 					upgrade = true
 				}
@@ -221,7 +221,9 @@ func parseRequest(b []byte, lim *limits, r *Request) (outcome, status int) {
 	}
 	r.total = r.head + clen
 	m := r.Method()
-	if chunked || expect || upgrade || minor10 || b[r.target.off] != '/' ||
+	// Two Connection fields are served by the fallback, which folds
+	// them (the loop keeps one span of hop-by-hop names).
+	if chunked || expect || upgrade || minor10 || conns > 1 || b[r.target.off] != '/' ||
 		string(m) == "HEAD" || string(m) == "CONNECT" {
 		return parseHandOver, 0
 	}

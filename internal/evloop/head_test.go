@@ -24,6 +24,8 @@ func TestParseRequestOutcomes(t *testing.T) {
 		{"HEAD", "HEAD / HTTP/1.1\r\nHost: x\r\n\r\n", parseHandOver},
 		{"absolute form", "GET http://x/ HTTP/1.1\r\nHost: x\r\n\r\n", parseHandOver},
 		{"OPTIONS *", "OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n", parseHandOver},
+		{"two Connection fields", "GET / HTTP/1.1\r\nHost: x\r\nConnection: x-a\r\nConnection: close\r\n\r\n", parseHandOver},
+		{"two Connection fields, framing refused first", "POST / HTTP/1.1\r\nHost: x\r\nConnection: a\r\nConnection: b\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n", parseRefuse},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -632,3 +632,28 @@ func TestConnectionCap(t *testing.T) {
 	}
 	up.none(t)
 }
+
+// Decision.Target replaces the request target upstream, and
+// Result.BodyBytes counts the response body alone.
+func TestDecisionTargetAndBodyBytes(t *testing.T) {
+	up := startUpstream(t, nil)
+	h := newHandler(up.addr())
+	h.route = func(r *Request, d *Decision) {
+		if string(r.Target()) == "/v1//completions?x=1" {
+			d.Scratch = append(d.Scratch, "/v1/completions?x=1"...)
+			d.Target = d.Scratch[len(d.Scratch)-len("/v1/completions?x=1"):]
+		}
+	}
+	s := startLoop(t, h, newFakeClock(), nil)
+	c := dial(t, s)
+	c.send(post("/v1//completions?x=1", "{}"))
+	if status, _, body := c.response(); status != 200 || string(body) != "ok:/v1/completions?x=1" {
+		t.Fatalf("%d %q", status, body)
+	}
+	if r := up.next(t); r.path != "/v1/completions?x=1" {
+		t.Fatalf("upstream got %s", r.path)
+	}
+	if res := h.result(t); res.BodyBytes != int64(len("ok:/v1/completions?x=1")) || res.ResponseBytes <= res.BodyBytes+20 {
+		t.Fatalf("outcome %+v", res)
+	}
+}
