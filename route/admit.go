@@ -24,7 +24,9 @@ import (
 //     trailers into the header section (RFC 9110 section 6.5.1 forbids
 //     it), where they pass for fields a gateway in front never checked.
 //     OpenAI clients send none.
-//   - No body on GET, HEAD or TRACE (carriesBody), else 400.
+//
+// The rule on bodies (no body on GET, HEAD or TRACE: carriesBody) is
+// judgeHead's, since a chunked body's emptiness is not in the head.
 func admit(h *fasthttp.RequestHeader) (status int, msg string) {
 	switch proto := h.Protocol(); {
 	case string(proto) == "HTTP/1.1":
@@ -41,9 +43,6 @@ func admit(h *fasthttp.RequestHeader) (status int, msg string) {
 	if len(h.PeekTrailerKeys()) > 0 {
 		return fasthttp.StatusBadRequest, "request trailer fields are not supported"
 	}
-	if carriesBody(h) && (h.IsGet() || h.IsHead() || h.IsTrace()) {
-		return fasthttp.StatusBadRequest, msgBodyNotAllowed
-	}
 	return 0, ""
 }
 
@@ -55,7 +54,7 @@ const msgBodyNotAllowed = "GET, HEAD and TRACE requests must not carry a body"
 // held bytes (a chunked body with none reads as Content-Length 0, and is
 // forwarded as no body).
 //
-// On GET, HEAD and TRACE such a body is refused (admit). RFC 9110 gives
+// On GET, HEAD and TRACE such a body is refused (judgeHead). RFC 9110 gives
 // it no meaning (sections 9.3.1, 9.3.2; a TRACE client "MUST NOT send
 // content") and warns that some implementations reject it for its
 // potential as a request smuggling attack: a server that ignores

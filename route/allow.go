@@ -240,34 +240,42 @@ func unhex(c byte) int {
 	return -1
 }
 
-// admitPath applies route.allow_paths to the request: it returns 0 when the
-// request may be forwarded (having set the forwarded path to the
-// normalized one the decision was made on), or the status to answer with
-// and, for 405, the Allow header value.
-func (a *allowList) admitPath(req *fasthttp.Request, rc *reqCtx) (status int, allow string) {
+// judge applies route.allow_paths to a request's method and target: it
+// returns 0 when the request may be forwarded, or the status to answer
+// with and, for 405, the Allow header value. It leaves in rc.path the
+// normalized path it decided on (empty when every path is allowed: see
+// reqCtx.forwardedPath), and returns the target's query. It reads the
+// head alone, so the server judges a request before reading its body
+// (judgeHead, Proxy.headReceived).
+func (a *allowList) judge(method, target []byte, rc *reqCtx) (query []byte, status int, allow string) {
 	if a.all {
-		rc.path = rc.path[:0] // no decided path: see reqCtx.forwardedPath
-		return 0, ""
+		rc.path = rc.path[:0]
+		return nil, 0, ""
 	}
-	path, query, ok := normalizePath(rc.path, req.Header.RequestURI())
+	path, query, ok := normalizePath(rc.path, target)
 	if !ok {
-		return fasthttp.StatusNotFound, ""
+		return nil, fasthttp.StatusNotFound, ""
 	}
 	rc.path = path // keep the grown buffer for the next request
-	if status, allow := a.check(req.Header.Method(), path); status != 0 {
-		return status, allow
+	status, allow = a.check(method, path)
+	return query, status, allow
+}
+
+// forwardDecided sets the target req goes upstream with to what judge
+// decided on when it allowed req: the normalized path (rc.path), in origin
+// form, with query, the query as the client sent it. A target already in
+// that form (the usual case) is left as it is: setting it again would
+// only make fasthttp parse the URI a second time.
+func (a *allowList) forwardDecided(req *fasthttp.Request, rc *reqCtx, query []byte) {
+	if a.all {
+		return
 	}
-	// Forward exactly what was decided on: the normalized path, in origin
-	// form, with the query as the client sent it. A target already in that
-	// form (the usual case) is left as it is: setting it again would only
-	// make fasthttp parse the URI a second time.
-	rc.target = append(append(rc.target[:0], path...), '?')
+	rc.target = append(append(rc.target[:0], rc.path...), '?')
 	rc.target = append(rc.target, query...)
 	if len(query) == 0 {
-		rc.target = rc.target[:len(path)]
+		rc.target = rc.target[:len(rc.path)]
 	}
 	if !bytes.Equal(rc.target, req.Header.RequestURI()) {
 		req.SetRequestURIBytes(rc.target)
 	}
-	return 0, ""
 }

@@ -318,7 +318,7 @@ func BenchmarkAllowPath(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				req.SetRequestURI(target)
-				if st, _ := a.admitPath(&req, rc); st != 0 {
+				if st := judgeAndForward(a, &req, rc); st != 0 {
 					b.Fatal(st)
 				}
 			}
@@ -326,11 +326,21 @@ func BenchmarkAllowPath(b *testing.B) {
 	}
 }
 
-// A request target already in the form admitPath forwards (origin form,
+// A request target already in the form forwardDecided forwards (origin form,
 // normalized path) is left as it is: the URI fasthttp parsed before the
 // handler is not reset and parsed again (a change made to it beforehand,
 // here a marker host, survives). A target that needs normalizing is set
 // anew, as before.
+// judgeAndForward is what Handle does with route.allow_paths: judge the
+// request's target, then set the target it goes upstream with.
+func judgeAndForward(a *allowList, req *fasthttp.Request, rc *reqCtx) int {
+	query, status, _ := a.judge(req.Header.Method(), req.Header.RequestURI(), rc)
+	if status == 0 {
+		a.forwardDecided(req, rc, query)
+	}
+	return status
+}
+
 func TestAdmitPathKeepsANormalTarget(t *testing.T) {
 	a, err := compileAllow(config.Default().Route.AllowPaths)
 	if err != nil {
@@ -353,7 +363,7 @@ func TestAdmitPathKeepsANormalTarget(t *testing.T) {
 		}
 		req.URI().SetHost("marker.invalid")
 		rc := newReqCtx()
-		if status, _ := a.admitPath(&req, rc); status != 0 {
+		if status := judgeAndForward(a, &req, rc); status != 0 {
 			t.Fatalf("%s refused: %d", c.target, status)
 		}
 		if got := string(req.Header.RequestURI()); got != c.forward {

@@ -99,49 +99,12 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 	defer p.rcPool.Put(rc)
 
 	start := p.now()
-	if ctx.IsConnect() {
-		// A model server is no tunnel endpoint: never forward CONNECT.
-		writeError(ctx, fasthttp.StatusMethodNotAllowed, "CONNECT is not supported")
-		p.metrics.requests(nil, fasthttp.StatusMethodNotAllowed)
+	v := judgeHead(&ctx.Request.Header, rt.allow, rc, true)
+	if v.status != 0 {
+		p.refuse(ctx, v)
 		return
 	}
-	if status, msg := admit(&ctx.Request.Header); status != 0 {
-		writeError(ctx, status, msg)
-		closeAfterRefusal(ctx)
-		p.metrics.requests(nil, status)
-		return
-	}
-	msg, fields := scanFields(ctx.Request.Header.RawHeaders())
-	if msg == "" && fields&fConnection != 0 && tooManyConnectionOptions(&ctx.Request.Header) {
-		msg = msgConnOptions // stripping them would cost a pass each
-	}
-	if msg != "" {
-		// Content-Length and Transfer-Encoding together, or a coding
-		// other than chunked, are the shapes of request smuggling (RFC
-		// 9112 section 6.3), and a field name with a space is no HTTP:
-		// refuse, and close the connection since its framing cannot be
-		// trusted. Connection fields listing more than
-		// maxConnectionOptions options are refused alike: stripping
-		// each would cost a pass over the fields.
-		writeError(ctx, fasthttp.StatusBadRequest, msg)
-		closeAfterRefusal(ctx)
-		p.metrics.requests(nil, fasthttp.StatusBadRequest)
-		return
-	}
-	if status, allow := rt.allow.admitPath(&ctx.Request, rc); status != 0 {
-		// Never sent to a pod: operator endpoints (/metrics, /sleep,
-		// /v1/load_lora_adapter, ...) are not the clients' to call.
-		msg := "path not allowed by route.allow_paths"
-		if status == fasthttp.StatusMethodNotAllowed {
-			msg = "method not allowed for this path by route.allow_paths"
-		}
-		writeError(ctx, status, msg)
-		if allow != "" {
-			ctx.Response.Header.Set("Allow", allow)
-		}
-		p.metrics.requests(nil, status)
-		return
-	}
+	rt.allow.forwardDecided(&ctx.Request, rc, v.query)
 	body := ctx.PostBody()
 	if int64(len(body)) > rt.maxBody {
 		writeError(ctx, fasthttp.StatusRequestEntityTooLarge, "request body exceeds server.max_body_bytes")
@@ -154,7 +117,7 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) {
 	}
 
 	req := &ctx.Request
-	idReplaced := p.cleanRequest(ctx, rc, fields)
+	idReplaced := p.cleanRequest(ctx, rc, v.fields)
 	upLen := len(rc.up)
 	if rt.orca && !rc.info.Stream {
 		req.Header.Set(hdrORCAFormat, "TEXT")

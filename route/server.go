@@ -36,6 +36,7 @@ func (p *Proxy) newServer(cfg *config.Config) *fasthttp.Server {
 		Name:               "probegate",
 		Handler:            p.Handle,
 		ErrorHandler:       p.handleParseError,
+		HeaderReceived:     p.headReceived,
 		Logger:             connLogger{p.log},
 		ReadTimeout:        cfg.Server.ReadTimeout.D(),
 		WriteTimeout:       cfg.Upstream.IdleTimeout.D(),
@@ -100,7 +101,9 @@ func (p *Proxy) closeClientConns() {
 // handleParseError answers requests fasthttp could not read, in vLLM's
 // envelope: 413 for bodies over server.max_body_bytes, 431 for headers over
 // the read buffer, 408 for a client that trickles past server.read_timeout,
-// 505 for a version that is not HTTP/d.d, 400 otherwise. No backend is
+// 505 for a version that is not HTTP/d.d, 400 otherwise; a request whose
+// body fasthttp left unread because the proxy refused its head
+// (headReceived) gets that refusal (404, 405, 400, ...). No backend is
 // involved, so no breaker counts it. A request over its wire budget
 // (clientConn.Read: chunk extensions) is a 413 too. The connection ends with a lingering
 // close (see linger.go).
@@ -109,6 +112,13 @@ func (p *Proxy) handleParseError(ctx *fasthttp.RequestCtx, err error) {
 	status, msg := fasthttp.StatusBadRequest, "malformed HTTP request"
 	switch {
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		if v := p.refusedOnHead(ctx); v.status != 0 {
+			// Refused on its head (headReceived): the body is unread,
+			// so the connection ends whatever the refusal.
+			v.close = true
+			p.refuse(ctx, v)
+			return
+		}
 		status, msg = fasthttp.StatusRequestEntityTooLarge, "request body exceeds server.max_body_bytes"
 	case wireSpent(ctx):
 		// fasthttp's chunk errors do not wrap the read's: the budget
