@@ -51,7 +51,7 @@ func TestValidate(t *testing.T) {
 		{"listen", func(c *Config) { c.Server.Listen = "8080" }, `server.listen: must be host:port, got "8080"`},
 		{"listen port", func(c *Config) { c.Server.Listen = ":http" }, `server.listen: port must be a number in 0..65535, got "http"`},
 		{"admin_listen", func(c *Config) { c.Server.AdminListen = "localhost" }, `server.admin_listen: must be host:port...`},
-		{"admin same as listen", func(c *Config) { c.Server.AdminListen = c.Server.Listen }, `server.admin_listen: must differ from server.listen`},
+		{"admin same as listen", func(c *Config) { c.Server.AdminListen = c.Server.Listen }, `server.admin_listen: ":8080" overlaps server.listen ":8080"...`},
 		{"max_body_bytes", func(c *Config) { c.Server.MaxBodyBytes = 0 }, `server.max_body_bytes: must be >= 1`},
 		{"max_header_bytes", func(c *Config) { c.Server.MaxHeaderBytes = -1 }, `server.max_header_bytes: must be >= 1`},
 		{"read_timeout", func(c *Config) { c.Server.ReadTimeout = 0 }, `server.read_timeout: must be > 0`},

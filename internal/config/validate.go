@@ -133,9 +133,7 @@ func validate(c *Config) Errors {
 	s := c.Server
 	v.hostPort("server.listen", s.Listen, true, 0)
 	v.hostPort("server.admin_listen", s.AdminListen, true, 0)
-	if s.Listen == s.AdminListen && !strings.HasSuffix(s.Listen, ":0") {
-		v.add("server.admin_listen", "must differ from server.listen")
-	}
+	v.overlapping(s.listeners())
 	v.atLeast("server.max_body_bytes", s.MaxBodyBytes, 1)
 	v.atLeast("server.max_header_bytes", int64(s.MaxHeaderBytes), 1)
 	v.positive("server.read_timeout", s.ReadTimeout)
