@@ -244,7 +244,10 @@ func appendUpstreamRequest(dst []byte, r *Request, d *Decision) []byte {
 next:
 	for i := range r.headers {
 		name, value := r.HeaderAt(i)
-		if hopByHop(name) || (len(conn) > 0 && inTokens(conn, name)) {
+		// The body goes upstream, so its length does, whatever the
+		// client's Connection field names: without it the upstream would
+		// read the body as a request of its own.
+		if hopByHop(name) || (len(conn) > 0 && inTokens(conn, name) && !fold(name, "content-length")) {
 			continue
 		}
 		for _, n := range d.Del {
