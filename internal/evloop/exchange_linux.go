@@ -67,8 +67,11 @@ func (l *loop) serveClient(c *conn) {
 					l.begin(c)
 					continue
 				}
-				if cap(c.in) < c.req.total {
-					grown := make([]byte, len(c.in), c.req.total)
+				if len(c.in) == cap(c.in) {
+					// Grow with the body bytes that arrive, up to its
+					// length: a head alone must not cost the memory
+					// of the length it declares.
+					grown := make([]byte, len(c.in), min(c.req.total, 2*cap(c.in)))
 					copy(grown, c.in)
 					c.in = grown
 				}

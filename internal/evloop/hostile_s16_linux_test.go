@@ -3,6 +3,9 @@
 package evloop
 
 import (
+	"net/netip"
+	"runtime"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -39,4 +42,43 @@ func TestConnectionCannotStripTheBodyLength(t *testing.T) {
 			up.none(t)
 		})
 	}
+}
+
+// A head that declares a large body costs the loop memory for the body
+// bytes that arrive, not for the length it declares: 16 connections each
+// sending only a head with Content-Length 8 MiB (the limit) made the loop
+// allocate 8 MiB per connection at once (128 MiB for 1.6 KB sent), held
+// until ReadTimeout. Measured as the process's allocations while the loop
+// read the heads (runtime.MemStats.TotalAlloc), the 408s at ReadTimeout
+// proving every head was read.
+func TestDeclaredBodyLengthAllocatesNothingUpFront(t *testing.T) {
+	const conns, declared = 16, 8 << 20
+	clk := newFakeClock()
+	s := startLoop(t, newHandler(netip.AddrPort{}), clk, func(c *Config) { c.MaxBodyBytes = declared })
+	cs := make([]*client, conns)
+	for i := range cs {
+		cs[i] = dial(t, s)
+	}
+	before := totalAlloc()
+	for _, c := range cs {
+		c.send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " + strconv.Itoa(declared) + "\r\n\r\n{")
+	}
+	time.Sleep(200 * time.Millisecond) // the loop reads the heads
+	clk.advance(6 * time.Second)       // ReadTimeout is 5 s
+	for _, c := range cs {
+		if status, _, _ := c.response(); status != 408 {
+			t.Fatalf("status %d, want 408", status)
+		}
+	}
+	grew := totalAlloc() - before
+	t.Logf("%d heads declaring %d MiB each: %d KiB allocated", conns, declared>>20, grew>>10)
+	if grew > conns*declared/8 {
+		t.Fatalf("%d connections that sent a head each: %d MiB allocated", conns, grew>>20)
+	}
+}
+
+func totalAlloc() uint64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.TotalAlloc
 }
