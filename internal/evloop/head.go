@@ -254,7 +254,7 @@ func parseResponse(b []byte, maxHead int, h *respHead) int {
 		return parseMore
 	}
 	*h = respHead{size: end + 4}
-	if end+4 > maxHead || end < 12 || string(b[:7]) != "HTTP/1." || b[8] != ' ' {
+	if end+4 > maxHead || end < 12 || string(b[:7]) != "HTTP/1." || b[7] < '0' || b[7] > '9' || b[8] != ' ' {
 		return parseRefuse
 	}
 	st, ok := atoi(b[9:12])
@@ -264,8 +264,8 @@ func parseResponse(b []byte, maxHead int, h *respHead) int {
 	h.status = st
 	sawLength := false
 	i := bytes.IndexByte(b, '\n') + 1
-	if b[i-2] != '\r' {
-		return parseRefuse // a bare LF ends the status line
+	if b[i-2] != '\r' || hasCTL(b[:i-2]) {
+		return parseRefuse // a bare LF ends the status line, or it holds a control byte
 	}
 	for i < end+2 {
 		j := bytes.IndexByte(b[i:end+2], '\n')
@@ -278,12 +278,13 @@ func parseResponse(b []byte, maxHead int, h *respHead) int {
 		if c <= 0 || !isToken(ln[:c]) {
 			return parseRefuse // no name, white space before ':', obs-fold
 		}
-		name, val := ln[:c], bytes.TrimSpace(ln[c+1:])
-		for _, ch := range val {
-			if (ch < ' ' && ch != '\t') || ch == 0x7f {
-				return parseRefuse // a bare CR, NUL or other control byte relayed as is
-			}
+		if hasCTL(ln[c+1:]) {
+			// A bare CR, NUL or other control byte, relayed as is;
+			// checked before the trim, which would take \r, \v and \f
+			// off the ends.
+			return parseRefuse
 		}
+		name, val := ln[:c], bytes.TrimSpace(ln[c+1:])
 		switch {
 		case fold(name, "content-length"):
 			n, ok := atoi(val)
@@ -308,6 +309,17 @@ func parseResponse(b []byte, maxHead int, h *respHead) int {
 }
 
 var crlfcrlf = []byte("\r\n\r\n")
+
+// hasCTL reports whether b holds a control byte other than HTAB (a bare
+// CR, NUL, DEL, ...), which no line of a head relayed may carry.
+func hasCTL(b []byte) bool {
+	for _, ch := range b {
+		if (ch < ' ' && ch != '\t') || ch == 0x7f {
+			return true
+		}
+	}
+	return false
+}
 
 // hopByHop reports whether a header is connection-specific (RFC 9110
 // 7.6.1) and so never relayed by a proxy.

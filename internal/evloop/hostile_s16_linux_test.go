@@ -3,6 +3,9 @@
 package evloop
 
 import (
+	"errors"
+	"io"
+	"net"
 	"net/netip"
 	"runtime"
 	"strconv"
@@ -81,4 +84,45 @@ func totalAlloc() uint64 {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return ms.TotalAlloc
+}
+
+// Control bytes in an upstream's response head are a bad response (502,
+// ErrBadResponse), wherever they are: the loop relays the status line and
+// header lines as the upstream wrote them, so a bare CR, NUL or other
+// control byte it let through reaches the client, whose parser may split
+// the line there (a bare CR ending a line makes the next bytes a header,
+// or ends the head early). parseResponse checked values only after
+// bytes.TrimSpace (which trims \v, \f and \r too) and never checked the
+// status line past the code; route refuses all of these (502).
+func TestUpstreamHeadControlBytesAreBadResponses(t *testing.T) {
+	for name, head := range map[string]string{
+		"bare CR ending a value":   "HTTP/1.1 200 OK\r\nX-A: a\r\r\nContent-Length: 2\r\n\r\nok",
+		"bare CR in the reason":    "HTTP/1.1 200 O\rContent-Length: 0\r\nContent-Length: 2\r\n\r\nok",
+		"NUL in the reason":        "HTTP/1.1 200 O\x00K\r\nContent-Length: 2\r\n\r\nok",
+		"VT before a length":       "HTTP/1.1 200 OK\r\nContent-Length: \x0b2\r\n\r\nok",
+		"FF after a value":         "HTTP/1.1 200 OK\r\nX-A: a\x0c\r\nContent-Length: 2\r\n\r\nok",
+		"version not a digit":      "HTTP/1.x 200 OK\r\nContent-Length: 2\r\n\r\nok",
+		"DEL in the reason":        "HTTP/1.1 200 O\x7fK\r\nContent-Length: 2\r\n\r\nok",
+		"bare CR leading a value":  "HTTP/1.1 200 OK\r\nX-A: \ra\r\nContent-Length: 2\r\n\r\nok",
+		"escape in a header value": "HTTP/1.1 200 OK\r\nX-A: \x1b[2J\r\nContent-Length: 2\r\n\r\nok",
+	} {
+		t.Run(name, func(t *testing.T) {
+			up := startUpstream(t, func(c net.Conn, _ int, _ upReq) bool {
+				_, _ = io.WriteString(c, head)
+				return false
+			})
+			h := newHandler(up.addr())
+			s := startLoop(t, h, newFakeClock(), nil)
+			c := dial(t, s)
+			c.send(post("/a", "1"))
+			status, _, body := c.response()
+			if status != 502 {
+				t.Fatalf("status %d (body %q), want 502", status, body)
+			}
+			checkEnvelope(t, 502, body)
+			if res := h.result(t); !errors.Is(res.Err, ErrBadResponse) {
+				t.Fatalf("outcome %+v", res)
+			}
+		})
+	}
 }
