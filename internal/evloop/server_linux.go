@@ -38,6 +38,9 @@ const (
 	keepBuf = 64 << 10
 	// maxAttempts bounds the retries Handler.Done may ask for.
 	maxAttempts = 8
+	// acceptPause is how long a loop stops accepting after accept4 found
+	// no descriptor (or memory) for a connection.
+	acceptPause = 100 * time.Millisecond
 )
 
 // Server is a set of event loops serving one address. Start it with New;
@@ -245,6 +248,10 @@ type loop struct {
 	// the epoll set (paused) because the latter reached it too.
 	nclients, nrefusing int
 	paused              bool
+	// acceptAt: the listener left the epoll set because accept4 ran out
+	// of descriptors; it returns at this time (0: it is in the set, or
+	// out for the cap above).
+	acceptAt int64
 	// Resumes from other goroutines: queue under qmu; the loop swaps it
 	// with drain. qclosed is set, under qmu, before efd is closed.
 	qmu     sync.Mutex
@@ -360,6 +367,11 @@ func (l *loop) run() {
 			}
 		}
 		l.wheel.advance(l.now, l.expire)
+		if l.acceptAt != 0 && l.now >= l.acceptAt && !l.fdsClosed {
+			if unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, l.lfd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(l.lfd)}) == nil {
+				l.acceptAt = 0
+			}
+		}
 		if l.parked {
 			// A Handler that parked a request started or woke a
 			// goroutine to decide it, and the runtime queued that
@@ -442,7 +454,17 @@ func (l *loop) accept() {
 	for {
 		fd, sa, err := unix.Accept4(l.lfd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
 		if err != nil {
-			return // EAGAIN: none left; others (EMFILE...): retried at the next event
+			switch err {
+			case unix.EMFILE, unix.ENFILE, unix.ENOBUFS, unix.ENOMEM:
+				// Out of descriptors or memory, the backlog still full:
+				// the level-triggered listener would wake every wait at
+				// once (a spin) until a descriptor frees. Stop accepting
+				// for acceptPause, as nginx does.
+				if unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, l.lfd, nil) == nil {
+					l.acceptAt = l.now + int64(acceptPause)
+				}
+			}
+			return // EAGAIN: none left
 		}
 		_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
 		c := &conn{fd: fd, in: make([]byte, 0, inBuf), writable: true}
