@@ -94,7 +94,7 @@ func (l *loop) serveClient(c *conn) {
 // begin asks the handler about the complete request at the start of c.in.
 func (l *loop) begin(c *conn) {
 	c.state = stWait
-	c.closeAfter = c.req.close
+	c.closeAfter = c.req.close || l.draining
 	l.wheel.disarm(c)
 	c.req.buf = c.in
 	c.req.tag = nil

@@ -3,11 +3,13 @@
 package evloop
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -656,4 +658,105 @@ func TestDecisionTargetAndBodyBytes(t *testing.T) {
 	if res := h.result(t); res.BodyBytes != int64(len("ok:/v1/completions?x=1")) || res.ResponseBytes <= res.BodyBytes+20 {
 		t.Fatalf("outcome %+v", res)
 	}
+}
+
+// Shutdown closes the listener and the idle connections, lets a request
+// at the upstream, one parked and one still being read finish, each
+// answered with "Connection: close" and then closed, and returns once
+// none is left. With its context done first it cuts what remains.
+func TestShutdownDrains(t *testing.T) {
+	t.Run("graceful", func(t *testing.T) {
+		release := make(chan struct{})
+		var once sync.Once
+		free := func() { once.Do(func() { close(release) }) }
+		defer free()
+		up := startUpstream(t, func(c net.Conn, n int, r upReq) bool {
+			if r.path == "/slow" {
+				<-release
+			}
+			return answerOK(c, n, r)
+		})
+		p := newParker(t, up, time.Minute, 0)
+		s := startLoop(t, p, newFakeClock(), nil)
+		idle, slow, parked, reading := dial(t, s), dial(t, s), dial(t, s), dial(t, s)
+		idle.send(post("/idle", "1"))
+		if status, _, _ := idle.response(); status != 200 {
+			t.Fatalf("idle: %d", status)
+		}
+		up.next(t)
+		slow.send(post("/slow", "1"))
+		up.next(t)
+		parked.send(post("/p-shut", "1"))
+		tk := p.ticket(t)
+		reading.send("POST /reading HTTP/1.1\r\nHost: x\r\n")
+		// The partial head is read before Shutdown: another exchange on
+		// the loop after it proves the loop has turned since.
+		idle.send(post("/idle2", "1"))
+		if status, _, _ := idle.response(); status != 200 {
+			t.Fatalf("idle: %d", status)
+		}
+		up.next(t)
+
+		errc := make(chan error, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			errc <- s.Shutdown(ctx)
+		}()
+		idle.closed()
+		for try := 0; ; try++ {
+			c, err := net.Dial("tcp", s.Addr().String())
+			if err != nil {
+				break
+			}
+			c.Close()
+			if try == 1000 {
+				t.Fatal("the listener stayed open")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		closing := func(c *client, want string) {
+			t.Helper()
+			status, hdr, body := c.response()
+			if status != 200 || string(body) != want || hdr.Get("Connection") != "close" {
+				t.Fatalf("%s: %d %v %q", want, status, hdr, body)
+			}
+			c.closed()
+		}
+		reading.send("Content-Length: 1\r\n\r\nx")
+		closing(reading, "ok:/reading")
+		s.Resume(tk)
+		closing(parked, "ok:/p-shut")
+		select {
+		case err := <-errc:
+			t.Fatalf("Shutdown returned %v with a request at the upstream", err)
+		default:
+		}
+		free()
+		closing(slow, "ok:/slow")
+		if err := <-errc; err != nil {
+			t.Fatalf("Shutdown: %v", err)
+		}
+		for range 5 {
+			if res := p.result(t); res.Status != 200 {
+				t.Fatalf("outcome %+v", res)
+			}
+		}
+	})
+	t.Run("deadline", func(t *testing.T) {
+		up, sawEOF := startSilentUpstream(t)
+		s := startLoop(t, newHandler(up.addr()), newFakeClock(), nil)
+		c := dial(t, s)
+		c.send(post("/stuck", "1"))
+		up.next(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		errc := make(chan error, 1)
+		go func() { errc <- s.Shutdown(ctx) }()
+		cancel()
+		if err := <-errc; !errors.Is(err, context.Canceled) {
+			t.Fatalf("Shutdown: %v", err)
+		}
+		c.closed()
+		<-sawEOF
+	})
 }

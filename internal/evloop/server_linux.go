@@ -3,6 +3,7 @@
 package evloop
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/netip"
@@ -46,11 +47,12 @@ const (
 // Server is a set of event loops serving one address. Start it with New;
 // Close stops it. Its methods are safe for concurrent use.
 type Server struct {
-	cfg   Config
-	loops []*loop
-	addr  net.Addr
-	wg    sync.WaitGroup
-	once  sync.Once
+	cfg      Config
+	loops    []*loop
+	addr     net.Addr
+	wg       sync.WaitGroup
+	once     sync.Once
+	draining atomic.Bool
 }
 
 // New validates cfg, opens every loop's listener and starts the loops.
@@ -109,6 +111,32 @@ func (s *Server) closeLoops() {
 
 // Addr returns the address the loops listen on.
 func (s *Server) Addr() net.Addr { return s.addr }
+
+// Shutdown stops the loops gracefully. Each loop accepts what waits in
+// its listener's backlog and closes the listener (new connections are
+// refused by the kernel), closes its idle keep-alive client connections,
+// and lets every request already started (being read, at an upstream, or
+// parked) finish as usual, Done included; their responses say
+// "Connection: close" and each connection closes after its response.
+// Shutdown returns nil once no loop has a client connection left, after
+// closing the loops as Close does. When ctx is done first, it calls Close
+// (what remains is cut, without Done) and returns ctx.Err(). Connections
+// handed over are the fallback's to drain.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.draining.Store(true)
+	for _, l := range s.loops {
+		l.wake()
+	}
+	for _, l := range s.loops {
+		select {
+		case <-l.drained:
+		case <-ctx.Done():
+			_ = s.Close()
+			return ctx.Err()
+		}
+	}
+	return s.Close()
+}
 
 // Resume delivers the decision for the parked request t names: its loop
 // calls Resumer.Resumed for it. It may be called from any goroutine; it
@@ -253,17 +281,23 @@ type loop struct {
 	// out for the cap above).
 	acceptAt int64
 	// Resumes from other goroutines: queue under qmu; the loop swaps it
-	// with drain. qclosed is set, under qmu, before efd is closed.
+	// with qspare. qclosed is set, under qmu, before efd is closed.
 	qmu     sync.Mutex
 	queue   []Ticket
-	drain   []Ticket
+	qspare  []Ticket
 	qclosed bool
 	// parked: a request parked in this turn of the loop (run yields).
 	parked bool
+	// Server.Shutdown: draining once the loop has closed its listener;
+	// drained (never reassigned: Shutdown reads it) is closed when no
+	// client connection is left, or at the loop's end.
+	draining      bool
+	drained       chan struct{}
+	drainedClosed bool
 }
 
 func newLoop(s *Server, ap netip.AddrPort, raw bool) (*loop, error) {
-	l := &loop{s: s, cfg: &s.cfg, raw: raw, epfd: -1, lfd: -1, efd: -1,
+	l := &loop{s: s, cfg: &s.cfg, raw: raw, epfd: -1, lfd: -1, efd: -1, drained: make(chan struct{}),
 		pools: make(map[netip.AddrPort][]*conn), events: make([]unix.EpollEvent, 256)}
 	l.lim = limits{head: s.cfg.MaxHeadBytes, headers: s.cfg.MaxHeaders, body: s.cfg.MaxBodyBytes}
 	l.now = s.cfg.Clock()
@@ -333,6 +367,11 @@ func (l *loop) run() {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	defer l.closeAll()
+	defer func() {
+		if !l.drainedClosed {
+			close(l.drained)
+		}
+	}()
 	for !l.stop.Load() {
 		n := l.wait()
 		l.now = l.cfg.Clock()
@@ -382,6 +421,55 @@ func (l *loop) run() {
 			l.parked = false
 			runtime.Gosched()
 		}
+		if l.s.draining.Load() {
+			l.drain()
+		}
+	}
+}
+
+// drain carries out Server.Shutdown on the loop: at its first call the
+// backlog is accepted, the listener closed, idle client connections
+// closed and every other one marked to close after its response (or
+// after the request being read, by begin); drained
+// is closed once no client connection is left.
+func (l *loop) drain() {
+	if !l.draining {
+		l.draining = true
+		l.accept()
+		if l.lfd >= 0 {
+			_ = unix.Close(l.lfd) // also leaves the epoll set
+			l.lfd = -1
+		}
+		for _, c := range l.conns {
+			if c == nil || c.upstream || c.closed {
+				continue
+			}
+			switch c.state {
+			case stIdle:
+				if len(c.out) == 0 {
+					l.close(c)
+				} else {
+					c.closeAfter = true // clientEvent closes it once written
+				}
+			case stWait, stPark:
+				c.closeAfter = true
+			}
+			// stRead: begin marks it when its request is complete.
+		}
+	}
+	if !l.drainedClosed && l.nclients+l.nrefusing == 0 {
+		close(l.drained)
+		l.drainedClosed = true
+	}
+}
+
+// wake interrupts the loop's wait (through the eventfd, as Resume does).
+func (l *loop) wake() {
+	l.qmu.Lock()
+	defer l.qmu.Unlock()
+	if !l.qclosed {
+		one := [8]byte{1}
+		_, _ = unix.Write(l.efd, one[:])
 	}
 }
 
@@ -427,7 +515,7 @@ func (l *loop) forget(c *conn) {
 	c.closed = true
 	l.conns[c.fd] = nil
 	l.wheel.disarm(c)
-	if c.upstream || l.cfg.MaxConns == 0 {
+	if c.upstream {
 		return
 	}
 	if c.overCap {
@@ -435,7 +523,7 @@ func (l *loop) forget(c *conn) {
 	} else {
 		l.nclients--
 	}
-	if l.paused && l.nrefusing < l.cfg.MaxConns && !l.fdsClosed {
+	if l.paused && l.nrefusing < l.cfg.MaxConns && !l.fdsClosed && !l.draining {
 		if unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, l.lfd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(l.lfd)}) == nil {
 			l.paused = false
 		}
@@ -488,8 +576,8 @@ func (l *loop) accept() {
 				}
 				continue
 			}
-			l.nclients++
 		}
+		l.nclients++
 		c.state = stRead // the first request is bounded from the accept (slowloris)
 		l.wheel.arm(c, l.now+int64(l.cfg.ReadTimeout))
 	}
@@ -520,7 +608,7 @@ func (l *loop) resumeQueued() {
 	_, _ = unix.Read(l.efd, b[:])
 	l.qmu.Lock()
 	q := l.queue
-	l.queue = l.drain[:0]
+	l.queue = l.qspare[:0]
 	l.qmu.Unlock()
 	for _, t := range q {
 		if int(t.fd) >= len(l.conns) {
@@ -533,7 +621,7 @@ func (l *loop) resumeQueued() {
 		l.resume(c)
 	}
 	clear(q)
-	l.drain = q[:0]
+	l.qspare = q[:0]
 }
 
 // read reads into c.in's spare capacity and reports whether the socket is

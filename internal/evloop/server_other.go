@@ -2,7 +2,10 @@
 
 package evloop
 
-import "net"
+import (
+	"context"
+	"net"
+)
 
 // Server is not available on this platform: New returns ErrUnsupported.
 type Server struct{}
@@ -15,6 +18,9 @@ func (s *Server) Addr() net.Addr { return nil }
 
 // Close does nothing.
 func (s *Server) Close() error { return nil }
+
+// Shutdown does nothing.
+func (s *Server) Shutdown(context.Context) error { return nil }
 
 // Resume returns false: there are no loops.
 func (s *Server) Resume(Ticket) bool { return false }
