@@ -407,7 +407,8 @@ func (l *loop) run() {
 		}
 		l.wheel.advance(l.now, l.expire)
 		if l.acceptAt != 0 && l.now >= l.acceptAt && !l.fdsClosed {
-			if unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, l.lfd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(l.lfd)}) == nil {
+			// EEXIST: forget put it back already (Config.MaxConns).
+			if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, l.lfd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(l.lfd)}); err == nil || err == unix.EEXIST {
 				l.acceptAt = 0
 			}
 		}
@@ -415,9 +416,13 @@ func (l *loop) run() {
 			// A Handler that parked a request started or woke a
 			// goroutine to decide it, and the runtime queued that
 			// goroutine on this loop's P (runnext), where it waits
-			// until the loop yields: median 0.24-1.4 ms from Route to
-			// the goroutine's start without this yield, 10 us with it
-			// (BenchmarkParkResume's shape, bench/results/2026-12-02-s16/evhooks).
+			// for another P to steal it or the loop to yield. Measured
+			// from Route to the goroutine's start, one request at a
+			// time (bench/results/2026-12-02-s16/evhooks): median
+			// 116-204 us without this yield, 16-78 us with it, at
+			// normal priority under load; at idle priority 0.24-1.4 ms
+			// against 10-19 us. Its cost: about 12% more CPU per
+			// request when every request parks under saturation.
 			l.parked = false
 			runtime.Gosched()
 		}
@@ -440,6 +445,7 @@ func (l *loop) drain() {
 			_ = unix.Close(l.lfd) // also leaves the epoll set
 			l.lfd = -1
 		}
+		l.acceptAt, l.paused = 0, false // nothing to put back
 		for _, c := range l.conns {
 			if c == nil || c.upstream || c.closed {
 				continue
