@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -117,7 +118,20 @@ func run(args []string, stdout, stderr io.Writer, sig <-chan os.Signal, ready ch
 		fmt.Fprintf(stderr, "probegate: %v\n", err)
 		return 1
 	}
-	ln, err := route.Listen(cfg.Server.Listen)
+	var ln net.Listener
+	var addr net.Addr
+	if cfg.Server.EventLoop {
+		// One loop per P the process had, and one P more, so that nothing
+		// else waits for a loop (internal/evloop's measured rule).
+		loops := runtime.GOMAXPROCS(0)
+		runtime.GOMAXPROCS(loops + 1)
+		addr, err = p.ServeLoops(cfg.Server.Listen, loops)
+	} else {
+		ln, err = route.Listen(cfg.Server.Listen)
+		if err == nil {
+			addr = ln.Addr()
+		}
+	}
 	if err != nil {
 		p.Close()
 		fmt.Fprintf(stderr, "probegate: server.listen: %v\n", err)
@@ -125,28 +139,33 @@ func run(args []string, stdout, stderr io.Writer, sig <-chan os.Signal, ready ch
 	}
 	aln, err := net.Listen("tcp", cfg.Server.AdminListen)
 	if err != nil {
-		ln.Close()
+		if ln != nil {
+			ln.Close()
+		}
 		p.Close()
 		fmt.Fprintf(stderr, "probegate: server.admin_listen: %v\n", err)
 		return 1
 	}
 	admin := route.AdminServer(p.AdminHandler())
 	serveErr := make(chan error, 2)
-	go func() { serveErr <- p.Serve(ln) }()
+	if ln != nil {
+		go func() { serveErr <- p.Serve(ln) }()
+	}
 	go func() {
 		if err := admin.Serve(aln); !errors.Is(err, http.ErrServerClosed) {
 			serveErr <- err
 		}
 	}()
-	log.Info().Str("listen", ln.Addr().String()).Str("admin", aln.Addr().String()).
-		Str("policy", cfg.Route.Policy).Int("backends", p.Pool().Len()).Msg("probegate serving")
+	log.Info().Str("listen", addr.String()).Str("admin", aln.Addr().String()).
+		Str("policy", cfg.Route.Policy).Int("backends", p.Pool().Len()).Bool("event_loop", cfg.Server.EventLoop).
+		Int("gomaxprocs", runtime.GOMAXPROCS(0)).Msg("probegate serving")
 	if *demo {
-		fmt.Fprintf(stdout, "probegate demo: 4 simulated vLLM servers (%s) behind %s\n", strings.Join(fleet.URLs(), ", "), ln.Addr())
-		fmt.Fprintf(stdout, "try:\n  curl -N http://%s/v1/chat/completions -H 'Content-Type: application/json' \\\n    -d '{\"model\":\"%s\",\"stream\":true,\"max_tokens\":32,\"messages\":[{\"role\":\"user\",\"content\":\"Hello!\"}]}'\n", hostPort(ln.Addr()), vllmsim.DefaultConfig().Model)
+		fmt.Fprintf(stdout, "probegate demo: 4 simulated vLLM servers (%s) behind %s\n", strings.Join(fleet.URLs(), ", "), addr)
+		fmt.Fprintf(stdout, "try:\n  curl -N http://%s/v1/chat/completions -H 'Content-Type: application/json' \\\n    -d '{\"model\":\"%s\",\"stream\":true,\"max_tokens\":32,\"messages\":[{\"role\":\"user\",\"content\":\"Hello!\"}]}'\n", hostPort(addr), vllmsim.DefaultConfig().Model)
 		fmt.Fprintf(stdout, "  curl http://%s/debug/backends\n  curl http://%s/metrics | grep probegate_\n", aln.Addr(), aln.Addr())
 	}
 	if ready != nil {
-		ready <- [2]string{ln.Addr().String(), aln.Addr().String()}
+		ready <- [2]string{addr.String(), aln.Addr().String()}
 	}
 
 	code := 0

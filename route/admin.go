@@ -109,6 +109,9 @@ type ConfigInfo struct {
 	// or the number.
 	DConfigured      string `json:"route.d_configured"`
 	QuorumConfigured string `json:"probe.quorum_configured"`
+	// EventLoop is server.event_loop as the proxy started with it (a
+	// reload does not change how the listener is served).
+	EventLoop bool `json:"server.event_loop"`
 }
 
 // DebugConfig returns the sampling settings in effect (/debug/config).
@@ -129,6 +132,7 @@ func (p *Proxy) DebugConfig() ConfigInfo {
 		Hedges:           set.pc.Hedges,
 		DConfigured:      configured(set.cfg.Route.D, config.DAuto),
 		QuorumConfigured: configured(set.cfg.Probe.Quorum, config.QuorumAuto),
+		EventLoop:        p.servesLoops(),
 	}
 }
 

@@ -1,6 +1,7 @@
 package route
 
 import (
+	"net/netip"
 	"sync"
 	"sync/atomic"
 
@@ -16,14 +17,18 @@ import (
 // immutable after construction or safe for concurrent use.
 type Backend struct {
 	// Immutable after construction.
-	addr   string // host:port, also the metric label
-	url    string // base URL as configured
-	https  bool   // spoken to over TLS
-	state  *probe.State
-	brk    *breaker.Breaker
-	hc     *fasthttp.HostClient
-	conns  *connTable // hc's open connections
-	prefix *prefixTable
+	addr  string // host:port, also the metric label
+	url   string // base URL as configured
+	https bool   // spoken to over TLS
+	// loopAddr is addr as an IP address and port for plain-HTTP backends
+	// named by one, the only ones server.event_loop's loops speak to;
+	// the zero value otherwise (membership.go).
+	loopAddr netip.AddrPort
+	state    *probe.State
+	brk      *breaker.Breaker
+	hc       *fasthttp.HostClient
+	conns    *connTable // hc's open connections
+	prefix   *prefixTable
 
 	// Lock-free.
 	codeCounters   sync.Map // int status -> prometheus.Counter of requests_total

@@ -78,8 +78,14 @@ func testConfig(backends ...string) *config.Config {
 	c.Upstream.FirstByteTimeout = config.Duration(10 * time.Second)
 	c.Upstream.IdleTimeout = config.Duration(10 * time.Second)
 	c.Server.ShutdownGrace = config.Duration(5 * time.Second)
+	c.Server.EventLoop = testEventLoop
 	return c
 }
+
+// testEventLoop: PROBEGATE_TEST_EVENT_LOOP=1 runs every test built on
+// testConfig with server.event_loop on (the whole suite over the loop
+// path; evloop_parity_test.go runs its tests over both paths always).
+var testEventLoop = os.Getenv("PROBEGATE_TEST_EVENT_LOOP") == "1"
 
 // testProxy is a Proxy serving on a loopback listener.
 type testProxy struct {
@@ -99,6 +105,20 @@ func startProxy(t *testing.T, cfg *config.Config, mut ...func(*Options)) *testPr
 	p, err := New(opts)
 	if err != nil {
 		t.Fatalf("New: %v", err)
+	}
+	if cfg.Server.EventLoop {
+		// server.event_loop: two loops, as on this 2-core machine.
+		a, err := p.ServeLoops("127.0.0.1:0", 2)
+		if err != nil {
+			p.Close()
+			t.Fatalf("ServeLoops: %v", err)
+		}
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = p.Shutdown(ctx)
+		})
+		return &testProxy{Proxy: p, addr: a.String(), reg: reg}
 	}
 	ln, err := Listen("127.0.0.1:0")
 	if err != nil {

@@ -1,6 +1,7 @@
 package route
 
 import (
+	"net/netip"
 	"sort"
 
 	"github.com/probegate/probegate/breaker"
@@ -137,6 +138,9 @@ func (p *Proxy) newBackend(addr, url string, tls bool, cfg *config.Config) *Back
 		hc:     newHostClient(addr, p.tlsHost(addr, tls), cfg.Upstream, conns, p.log),
 		conns:  conns,
 		prefix: newPrefixTable(cfg.Route.Prefix.EntriesPerBackend),
+	}
+	if ap, err := netip.ParseAddrPort(addr); err == nil && !tls {
+		b.loopAddr = ap
 	}
 	b.brk = breaker.New(addr, cfg.Breaker, p.brkNow, func(name string, from, to breaker.State) {
 		ev := p.log.Warn()

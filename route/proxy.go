@@ -125,6 +125,10 @@ type Proxy struct {
 	hijacks hijackRegistry
 	// listeners are Serve's, closed by Shutdown (server.go).
 	listeners serveListeners
+	// loops are ServeLoops' event loops (server.event_loop; evloop_linux.go),
+	// guarded by mu; loopPool holds their requests' *loopReq.
+	loops    loopServer
+	loopPool sync.Pool
 }
 
 // New builds a Proxy from opts and starts its background loops (scrapes,
@@ -179,6 +183,7 @@ func New(opts Options) (*Proxy, error) {
 	}
 	p.metrics = m
 	p.rcPool.New = func() any { return newReqCtx() }
+	p.loopPool.New = func() any { return &loopReq{rc: newReqCtx()} }
 
 	set, err := p.buildSettings(opts.Config)
 	if err != nil {
@@ -394,8 +399,9 @@ func (p *Proxy) Ready() bool { return p.snap.Load().pool.anyHealthy() }
 // Gatherer returns the registry the proxy's metrics are gathered from.
 func (p *Proxy) Gatherer() prometheus.Gatherer { return p.gather }
 
-// Close stops the background loops and closes idle upstream connections.
-// It does not wait for in-flight requests: use Shutdown for that.
+// Close stops the background loops and the event loops of ServeLoops (an
+// exchange on one is cut), and closes idle upstream connections. It does
+// not wait for in-flight requests: use Shutdown for that.
 func (p *Proxy) Close() {
 	p.mu.Lock()
 	if p.closed {
@@ -406,6 +412,7 @@ func (p *Proxy) Close() {
 	p.stopDNSLocked()
 	p.stopDiscoveryLocked()
 	p.mu.Unlock()
+	p.stopLoops()
 	p.scraper.Close()
 	p.stopProgressWatch()
 	p.mu.Lock()

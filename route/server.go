@@ -275,10 +275,14 @@ wait:
 			break wait
 		}
 	}
+	// The event loops (server.event_loop) stop once what they carried
+	// settled (Close), or when the grace is over (exchanges still on them
+	// are cut).
 	if err != nil {
 		// The grace is over: cut what remains rather than leave its clients
 		// and upstream requests hanging, and give the streams a moment to
 		// settle.
+		p.stopLoops()
 		p.closeClientConns()
 		for i := 0; i < int(cutSettleWait/shutdownPoll) && p.inflight.Load() > 0; i++ {
 			<-t.C

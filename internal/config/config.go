@@ -38,6 +38,15 @@ type Server struct {
 	MaxHeaderBytes int      `yaml:"max_header_bytes"` // default 64 KiB; larger headers get 431
 	ReadTimeout    Duration `yaml:"read_timeout"`     // default 30s: time to read a request's headers and body
 	ShutdownGrace  Duration `yaml:"shutdown_grace"`   // default 30s: drain time for in-flight streams on SIGTERM
+	// EventLoop serves server.listen on event loops of the proxy's own
+	// (internal/evloop: epoll, one OS thread per loop, GOMAXPROCS-1 loops
+	// and GOMAXPROCS raised by one) instead of fasthttp's server: a plain
+	// non-stream Content-Length exchange is served start to end on a
+	// loop; anything else (streams, https backends, the probe policy,
+	// refusals with fields of their own) is handed to the fasthttp server
+	// on the same connection. Default false. Linux only (Validate refuses
+	// it elsewhere).
+	EventLoop bool `yaml:"event_loop"`
 }
 
 // Backends names the model servers: a static list, DNS, or Kubernetes

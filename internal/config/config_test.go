@@ -474,3 +474,31 @@ func TestBackendAddr(t *testing.T) {
 		}
 	}
 }
+
+// TestEventLoopIsLinuxOnly: server.event_loop is refused, naming the key,
+// on a platform without event loops, and accepted on Linux.
+func TestEventLoopIsLinuxOnly(t *testing.T) {
+	defer func(g string) { goos = g }(goos)
+	c := valid()
+	c.Server.EventLoop = true
+	for _, tc := range []struct{ goos, want string }{
+		{"linux", ""},
+		{"darwin", "server.event_loop: event loops are supported on Linux only (this is darwin): set it to false"},
+	} {
+		goos = tc.goos
+		err := c.Validate()
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("%s: %v, want valid", tc.goos, err)
+			}
+			continue
+		}
+		errs := problems(t, err)
+		if len(errs) != 1 || errs[0].String() != tc.want {
+			t.Errorf("%s: %q, want %q", tc.goos, err, tc.want)
+		}
+	}
+	if Default().Server.EventLoop {
+		t.Error("server.event_loop defaults to true, want false")
+	}
+}

@@ -14,6 +14,7 @@ func Default() *Config {
 			MaxHeaderBytes: 64 << 10,
 			ReadTimeout:    Duration(30 * time.Second),
 			ShutdownGrace:  Duration(30 * time.Second),
+			EventLoop:      false, // the fasthttp server; see Server.EventLoop
 		},
 		Backends: Backends{
 			DNSRefresh: Duration(5 * time.Second),

@@ -6,6 +6,7 @@ import (
 	"math"
 	"net"
 	"net/url"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -62,6 +63,10 @@ func (c *Config) Validate() error {
 }
 
 type checker struct{ probs Errors }
+
+// goos is the platform server.event_loop is judged on (a variable for the
+// test of the refusal elsewhere than Linux).
+var goos = runtime.GOOS
 
 func (v *checker) add(path, format string, args ...any) {
 	v.probs = append(v.probs, Problem{Path: path, Msg: fmt.Sprintf(format, args...)})
@@ -136,6 +141,9 @@ func validate(c *Config) Errors {
 	v.overlapping(s.listeners())
 	v.atLeast("server.max_body_bytes", s.MaxBodyBytes, 1)
 	v.atLeast("server.max_header_bytes", int64(s.MaxHeaderBytes), 1)
+	if s.EventLoop && goos != "linux" {
+		v.add("server.event_loop", "event loops are supported on Linux only (this is %s): set it to false", goos)
+	}
 	v.positive("server.read_timeout", s.ReadTimeout)
 	v.nonNegative("server.shutdown_grace", s.ShutdownGrace)
 
