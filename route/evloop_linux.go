@@ -8,6 +8,7 @@ import (
 	"errors"
 	"net"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -15,6 +16,7 @@ import (
 	"github.com/probegate/probegate/breaker"
 	"github.com/probegate/probegate/internal/config"
 	"github.com/probegate/probegate/internal/evloop"
+	"github.com/probegate/probegate/probe"
 )
 
 // server.event_loop: the client listener served by internal/evloop's event
@@ -41,6 +43,18 @@ import (
 // loopServer is the running event loops of a Proxy, if any.
 type loopServer struct {
 	srv *evloop.Server
+	h   *loopHandler
+}
+
+// loopCounts returns how many requests the loops served and handed over.
+func (p *Proxy) loopCounts() (served, handedOver uint64) {
+	p.mu.Lock()
+	h := p.loops.h
+	p.mu.Unlock()
+	if h == nil {
+		return 0, 0
+	}
+	return h.served.Load(), h.handedOver.Load()
 }
 
 // loopReq is one request served on a loop, from Route to its last Done:
@@ -61,12 +75,28 @@ type loopReq struct {
 	drops      int
 	reason     retryReason
 	idReplaced bool
+	resent     bool // a 5xx or 429 answer was re-sent: once per request
+	bodyLen    int  // the relayed answer's Content-Length (Head)
 	last       *Backend
 	lastErr    error
 }
 
-// loopHandler is the evloop.Handler of server.event_loop.
-type loopHandler struct{ p *Proxy }
+// loopHandler is the evloop.Handler of server.event_loop (and its
+// RefusalHandler and HeadHandler).
+type loopHandler struct {
+	p *Proxy
+	// answers are the keep-alive error answers Handle gives when no
+	// backend answered (writeError, no close), by status.
+	answers map[int][]byte
+	// served and handedOver count the requests Route took on and gave to
+	// the fasthttp server (tests read them: loopCounts).
+	served, handedOver atomic.Uint64
+}
+
+var (
+	_ evloop.RefusalHandler = (*loopHandler)(nil)
+	_ evloop.HeadHandler    = (*loopHandler)(nil)
+)
 
 // ServeLoops serves addr on loops event loops (internal/evloop) instead of
 // Serve's fasthttp listener, until Shutdown. It returns the address the
@@ -79,13 +109,16 @@ func (p *Proxy) ServeLoops(addr string, loops int) (net.Addr, error) {
 	if maxBody > int64(^uint32(0)>>1) {
 		maxBody = int64(^uint32(0) >> 1)
 	}
-	errs := loopErrorResponses(p)
+	h := &loopHandler{p: p, answers: map[int][]byte{}}
+	for _, status := range []int{fasthttp.StatusTooManyRequests, fasthttp.StatusBadGateway, fasthttp.StatusServiceUnavailable, fasthttp.StatusGatewayTimeout} {
+		h.answers[status] = loopErrorResponse(status, messageFor(status), false)
+	}
 	srv, err := evloop.New(evloop.Config{
 		Addr:          addr,
 		Loops:         loops,
-		Handler:       &loopHandler{p: p},
+		Handler:       h,
 		Fallback:      p.serveHandedOver,
-		ErrorResponse: errs,
+		ErrorResponse: loopErrorResponses(),
 		MaxHeadBytes:  cfg.Server.MaxHeaderBytes,
 		// fasthttp's default bound on header fields is its buffer alone:
 		// the head's bytes bound them here too (a field takes 4 bytes at
@@ -108,7 +141,7 @@ func (p *Proxy) ServeLoops(addr string, loops int) (net.Addr, error) {
 		_ = srv.Close()
 		return nil, errors.New("route: ServeLoops after Shutdown, or twice")
 	}
-	p.loops.srv = srv
+	p.loops.srv, p.loops.h = srv, h
 	p.mu.Unlock()
 	return srv.Addr(), nil
 }
@@ -139,12 +172,10 @@ func (p *Proxy) serveHandedOver(raw net.Conn) {
 	_ = p.server.ServeConn(c) // closes c and reports StateClosed when done
 }
 
-// loopErrorResponses returns the loop's ErrorResponse: the answer the
-// fasthttp path gives for each status, in vLLM's envelope, built once.
-// The loop asks for 400, 408, 413, 431 and 505 only for requests it
-// refuses itself, before any Handler call: those are counted here, as
-// handleParseError counts them (backend "none").
-func loopErrorResponses(p *Proxy) func(int) []byte {
+// loopErrorResponses returns the loop's ErrorResponse: the closing
+// answer the fasthttp path gives for each status, in vLLM's envelope,
+// built once (handleParseError's messages for the loop's own refusals).
+func loopErrorResponses() func(int) []byte {
 	msgs := map[int]string{
 		fasthttp.StatusBadRequest:                  messageFor(fasthttp.StatusBadRequest),
 		fasthttp.StatusRequestTimeout:              "request not received within server.read_timeout",
@@ -158,25 +189,21 @@ func loopErrorResponses(p *Proxy) func(int) []byte {
 	}
 	built := make(map[int][]byte, len(msgs))
 	for status, msg := range msgs {
-		built[status] = loopErrorResponse(status, msg)
+		built[status] = loopErrorResponse(status, msg, true)
 	}
 	return func(status int) []byte {
-		switch status {
-		case fasthttp.StatusBadRequest, fasthttp.StatusRequestTimeout, fasthttp.StatusRequestEntityTooLarge,
-			fasthttp.StatusRequestHeaderFieldsTooLarge, fasthttp.StatusHTTPVersionNotSupported:
-			p.metrics.requests(nil, status)
-		}
 		if b, ok := built[status]; ok {
 			return b
 		}
-		return loopErrorResponse(status, messageFor(status))
+		return loopErrorResponse(status, messageFor(status), true)
 	}
 }
 
-// loopErrorResponse is a closing HTTP/1.1 answer of status with the
-// envelope of msg, as writeError's (and Retry-After for 429, as Handle
-// adds).
-func loopErrorResponse(status int, msg string) []byte {
+// loopErrorResponse is an HTTP/1.1 answer of status with the envelope of
+// msg, as writeError's (and Retry-After for 429, as Handle adds), closing
+// the connection or not (the loop adds its own Connection: close to a
+// keep-alive answer when the client asked to close).
+func loopErrorResponse(status int, msg string, closing bool) []byte {
 	body := appendEnvelope(nil, status, msg)
 	b := append([]byte("HTTP/1.1 "), strconv.Itoa(status)...)
 	b = append(b, ' ')
@@ -186,8 +213,17 @@ func loopErrorResponse(status int, msg string) []byte {
 	if status == fasthttp.StatusTooManyRequests {
 		b = append(b, "\r\nRetry-After: 1"...)
 	}
-	b = append(b, "\r\nConnection: close\r\n\r\n"...)
+	if closing {
+		b = append(b, "\r\nConnection: close"...)
+	}
+	b = append(b, "\r\n\r\n"...)
 	return append(b, body...)
+}
+
+// Refused implements evloop.RefusalHandler: the loop's own refusals
+// (400, 408, 413, 431, 505) are counted as handleParseError counts them.
+func (h *loopHandler) Refused(rf *evloop.Refusal) {
+	h.p.metrics.requests(nil, rf.Status)
 }
 
 // loopServes reports whether a loop can serve a request under rt exactly
@@ -239,6 +275,7 @@ func (h *loopHandler) Route(r *evloop.Request, d *evloop.Decision) {
 	rt := snap.set
 	fields, ok := loopServes(rt, r)
 	if !ok {
+		h.handedOver.Add(1)
 		d.HandOver = true
 		return
 	}
@@ -285,18 +322,20 @@ func (h *loopHandler) Route(r *evloop.Request, d *evloop.Decision) {
 		rc.info.Stream = false // the answer comes whole (streamsAt)
 	}
 
+	h.served.Add(1)
 	p.inflight.Add(1)
 	lr.rt = rt
 	lr.start = p.now()
 	lr.idReplaced = h.cleanRequest(r, lr, fields)
 	lr.upLen = len(rc.up)
-	lr.attempts, lr.ntried, lr.drops, lr.reason = 0, 0, 0, retryNone
+	lr.attempts, lr.ntried, lr.drops, lr.reason, lr.resent = 0, 0, 0, retryNone, false
 	lr.last, lr.lastErr, lr.b = nil, nil, nil
 	h.next(r, lr, d)
 }
 
 // handOver gives the request back to the fasthttp server, unserved.
 func (h *loopHandler) handOver(lr *loopReq, d *evloop.Decision) {
+	h.handedOver.Add(1)
 	h.p.loopPool.Put(lr)
 	d.HandOver = true
 }
@@ -397,6 +436,7 @@ func (h *loopHandler) next(r *evloop.Request, lr *loopReq, d *evloop.Decision) {
 			if lr.ntried == 0 {
 				// An https or named backend: the whole request goes to
 				// the fasthttp server (nothing of it was counted yet).
+				h.served.Add(^uint64(0))
 				p.inflight.Add(-1)
 				h.handOver(lr, d)
 				return
@@ -433,7 +473,7 @@ func (h *loopHandler) next(r *evloop.Request, lr *loopReq, d *evloop.Decision) {
 		setHeaders(lr, d)
 		return
 	}
-	d.Status = h.fail(r, lr)
+	d.Response = h.answers[h.fail(r, lr)]
 }
 
 // fail ends a request no backend answered: accounting as Handle's end,
@@ -469,6 +509,11 @@ func (h *loopHandler) fail(r *evloop.Request, lr *loopReq) int {
 }
 
 func (h *loopHandler) release(lr *loopReq) {
+	if rc := lr.rc; rc.suspect != nil {
+		// No answer came after the re-sent 5xx: no verdict (Handle's rule).
+		rc.suspectTicket.Done(breaker.Ignore)
+		rc.suspect, rc.suspectTicket = nil, breaker.Ticket{}
+	}
 	lr.b, lr.last, lr.lastErr, lr.ticket, lr.rt = nil, nil, nil, breaker.Ticket{}, nil
 	clear(lr.rc.tried[:])
 	h.p.loopPool.Put(lr)
@@ -476,6 +521,11 @@ func (h *loopHandler) release(lr *loopReq) {
 
 // Done implements evloop.Handler: one attempt's outcome.
 func (h *loopHandler) Done(r *evloop.Request, res *evloop.Result, retry *evloop.Decision) bool {
+	if errors.Is(res.Err, evloop.ErrDiscarded) {
+		// Head re-sent the answer and settled the attempt (and lr may
+		// already be back in its pool, when the re-send found no backend).
+		return false
+	}
 	p := h.p
 	lr := res.Tag.(*loopReq)
 	b, rt := lr.b, lr.rt
@@ -488,16 +538,9 @@ func (h *loopHandler) Done(r *evloop.Request, res *evloop.Result, retry *evloop.
 		// Answered: the upstream's status went to the client.
 		p.metrics.firstByte.Observe(firstByte.Seconds())
 		status := res.Status
-		ticket := lr.ticket
+		ticket := lr.ticket // zero when Head decided it already
 		outcome := outcomeForStatus(status)
-		if status >= 500 {
-			// Judged by a canary, as Handle does when the answer is not
-			// re-sent (the loop relays it: no re-send yet); the canary
-			// may wait, so off the loop.
-			go p.judgeServerError(rt, b, ticket)
-			ticket = breaker.Ticket{}
-		}
-		a := accounting{start: lr.start, firstByte: firstByte, status: status, code: status, bytes: res.ResponseBytes, dec: lr.dec, attempt: lr.attempts, idReplaced: lr.idReplaced, work: lr.work, outcome: outcome}
+		a := accounting{start: lr.start, firstByte: firstByte, status: status, code: status, bytes: int64(lr.bodyLen), dec: lr.dec, attempt: lr.attempts, idReplaced: lr.idReplaced, work: lr.work, outcome: outcome}
 		if rt.accessLog {
 			a.id, a.idLen = string(lr.rc.up), len(lr.rc.id)
 		}
@@ -554,10 +597,7 @@ func (h *loopHandler) Done(r *evloop.Request, res *evloop.Result, retry *evloop.
 	default:
 		lr.lastErr = errors.Join(ErrUpstream, res.Err)
 	}
-	p.endWork(b, &lr.work, false)
-	b.state.Finish()
-	lr.ticket.Done(outcome)
-	lr.ticket = breaker.Ticket{}
+	h.abandon(lr, outcome)
 	reason := retryReasonFor(f, rt.retryOnReset)
 	if reason != retryNone && res.Retryable {
 		lr.reason = reason
@@ -580,11 +620,83 @@ func (h *loopHandler) Done(r *evloop.Request, res *evloop.Result, retry *evloop.
 		}
 	}
 	if res.Retryable {
-		// The loop answers retry.Status: Handle's status for the error
-		// (a refused dial is 503 there, where the loop would say 502).
-		retry.Status = h.fail(r, lr)
+		// Handle's answer for the error, kept alive (a refused dial is
+		// 503 there, where the loop would say 502 and close).
+		retry.Response = h.answers[h.fail(r, lr)]
 		return true
 	}
 	h.fail(r, lr)
+	return false
+}
+
+// abandon settles the attempt under way on lr.b that answered the client
+// nothing, as Proxy.abandon does.
+func (h *loopHandler) abandon(lr *loopReq, outcome breaker.Outcome) {
+	b := lr.b
+	h.p.endWork(b, &lr.work, false)
+	b.state.Finish()
+	lr.ticket.Done(outcome)
+	lr.ticket = breaker.Ticket{}
+}
+
+// Head implements evloop.HeadHandler: forward's rules on the answer's
+// head before any of it reaches the client. A 429, or a 5xx when another
+// backend is left to ask (resendable), is re-sent once per request (the
+// 5xx's breaker claim decided by the next answer, second_opinion.go); an
+// overloaded answer is excused; another 5xx is judged by a canary; an
+// ORCA report is taken; the client's head loses the ORCA field and
+// carries the client's X-Request-Id.
+func (h *loopHandler) Head(r *evloop.Request, hd *evloop.ResponseHead, retry *evloop.Decision) bool {
+	p := h.p
+	lr := r.Tag().(*loopReq)
+	b, rt, rc := lr.b, lr.rt, lr.rc
+	headAt := p.now()
+	status := hd.Status
+	if rc.suspect != nil {
+		p.secondOpinion(rc, status)
+	}
+	rc.ntried = lr.ntried
+	rc.resend5xx = rt.retryOnReset && lr.attempts <= rt.retries && !lr.resent
+	resend := func(reason retryReason, outcome breaker.Outcome, err error) bool {
+		h.abandon(lr, outcome)
+		lr.resent, lr.reason, lr.lastErr = true, reason, errors.Join(ErrUpstream, err)
+		if b.draining.Load() {
+			p.reap()
+		}
+		h.next(r, lr, retry)
+		return true
+	}
+	switch {
+	case status == fasthttp.StatusTooManyRequests && p.resendable(rc):
+		return resend(retryTooMany, breaker.Ignore, errTooManyRequests)
+	case status == fasthttp.StatusServiceUnavailable && len(hd.Header(fasthttp.HeaderRetryAfter)) > 0:
+		// Overloaded, not broken (overload.go).
+		if p.resendable(rc) {
+			p.metrics.resent(b, status)
+			return resend(retryServerError, p.excuse(excuseOverloaded), errServerError)
+		}
+		lr.ticket.Done(p.excuse(excuseOverloaded))
+		lr.ticket = breaker.Ticket{}
+	case status >= 500:
+		if p.resendable(rc) {
+			rc.suspect, rc.suspectTicket = b, lr.ticket
+			lr.ticket = breaker.Ticket{}
+			p.metrics.resent(b, status)
+			return resend(retryServerError, breaker.Ignore, errServerError)
+		}
+		// Judged by a canary (canary.go), which may wait: off the loop.
+		go p.judgeServerError(rt, b, lr.ticket)
+		lr.ticket = breaker.Ticket{}
+	}
+	if rt.orca {
+		if v := hd.Header(hdrORCA); len(v) > 0 {
+			if l, ok := probe.ParseORCA(v, headAt); ok {
+				b.state.Report(&l)
+			}
+		}
+	}
+	lr.bodyLen = hd.ContentLength
+	hd.Del = append(hd.Del, hdrORCA)
+	hd.Set = append(hd.Set, evloop.Header{Name: hdrRequestID, Value: rc.id})
 	return false
 }

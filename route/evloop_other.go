@@ -23,3 +23,5 @@ func (p *Proxy) ServeLoops(addr string, loops int) (net.Addr, error) {
 func (p *Proxy) servesLoops() bool { return false }
 
 func (p *Proxy) stopLoops() {}
+
+func (p *Proxy) loopCounts() (served, handedOver uint64) { return 0, 0 }
