@@ -75,8 +75,9 @@ type loopReq struct {
 	drops      int
 	reason     retryReason
 	idReplaced bool
-	resent     bool // a 5xx or 429 answer was re-sent: once per request
-	bodyLen    int  // the relayed answer's Content-Length (Head)
+	resent     bool   // a 5xx or 429 answer was re-sent: once per request
+	bodyLen    int    // the relayed answer's Content-Length (Head)
+	host       []byte // the attempt's Host: the backend's address, as forward sends
 	last       *Backend
 	lastErr    error
 }
@@ -396,7 +397,9 @@ func usableRequestID(v []byte) bool {
 // setHeaders fills d's header edits for an attempt of lr.
 func setHeaders(lr *loopReq, d *evloop.Decision) {
 	rc := lr.rc
+	lr.host = append(lr.host[:0], lr.b.addr...)
 	d.Set = append(d.Set,
+		evloop.Header{Name: "Host", Value: lr.host},
 		evloop.Header{Name: hdrForwardedFor, Value: rc.xff},
 		evloop.Header{Name: hdrRequestID, Value: rc.up})
 	if lr.rt.orca {

@@ -129,6 +129,9 @@ func TestParityForwardsWithHandlesEdits(t *testing.T) {
 		if !strings.HasPrefix(string(head), "POST /v1/completions?x=1 HTTP/1.1\r\n") {
 			t.Errorf("request line %q", strings.SplitN(string(head), "\r\n", 2)[0])
 		}
+		if got := headerValues(head, "Host"); len(got) != 1 || got[0] != up.ln.Addr().String() {
+			t.Errorf("upstream Host %q, want the backend's address (forward's rule)", got)
+		}
 		if got := headerValues(head, "X-Forwarded-For"); len(got) != 1 || got[0] != "10.9.8.7, 127.0.0.1" {
 			t.Errorf("upstream X-Forwarded-For %q, want [10.9.8.7, 127.0.0.1]", got)
 		}
@@ -417,5 +420,22 @@ func TestParityStreamIsHandedOverWhole(t *testing.T) {
 			}
 		}
 		wantLoopServed(t, tp, on, 0, 1)
+	})
+}
+
+// The probe policy's pick probes backends (network I/O): the loops hand
+// its requests over, and they are answered as without the key.
+func TestParityProbePolicyIsHandedOver(t *testing.T) {
+	servePaths(t, func(t *testing.T, on bool) {
+		up := startRawBackend(t, func(c net.Conn, _ int, _ []byte) bool { okAnswer(c, ""); return true })
+		cfg := pathConfig(on, up.url())
+		cfg.Route.Policy = config.PolicyProbe
+		tp := startProxy(t, cfg)
+		for i := range 2 {
+			if r := rawDo(t, tp.addr, postReq("/v1/completions", "", `{"model":"m"}`)); r.status != 200 {
+				t.Fatalf("request %d: %d %q, want 200", i, r.status, r.body)
+			}
+		}
+		wantLoopServed(t, tp, on, 0, 2)
 	})
 }
