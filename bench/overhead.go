@@ -384,7 +384,17 @@ func RunOverhead(ctx context.Context, o OverheadOptions) (*OverheadResult, error
 			break
 		}
 		targets = append(targets, target{name: "probegate_" + pol, start: func() (*child, error) {
-			return startProbegate(ctx, bin, tmp, pol, upAddrs, tcpus)
+			return startProbegate(ctx, bin, tmp, pol, upAddrs, tcpus, false)
+		}})
+	}
+	for _, pol := range []string{"least_inflight", "probe"} {
+		if bin == "" || runtime.GOOS != "linux" {
+			break
+		}
+		// server.event_loop on (Linux only): the same policies served on
+		// the proxy's event loops (probe's requests are handed over).
+		targets = append(targets, target{name: "probegate_" + pol + "_loop", start: func() (*child, error) {
+			return startProbegate(ctx, bin, tmp, pol, upAddrs, tcpus, true)
 		}})
 	}
 	if base := os.Getenv(BaselineBinEnv); base != "" {
@@ -392,7 +402,7 @@ func RunOverhead(ctx context.Context, o OverheadOptions) (*OverheadResult, error
 		// after a change, side by side).
 		for _, pol := range []string{"least_inflight", "probe"} {
 			targets = append(targets, target{name: "baseline_" + pol, start: func() (*child, error) {
-				return startProbegate(ctx, base, tmp, pol, upAddrs, tcpus)
+				return startProbegate(ctx, base, tmp, pol, upAddrs, tcpus, false)
 			}})
 		}
 	}
@@ -602,7 +612,9 @@ func fileExists(p string) bool {
 	return err == nil
 }
 
-func startProbegate(ctx context.Context, bin, dir, policy string, ups []string, cpus []int) (*child, error) {
+// startProbegate starts bin under policy in front of ups, with
+// server.event_loop set to loop.
+func startProbegate(ctx context.Context, bin, dir, policy string, ups []string, cpus []int, loop bool) (*child, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
@@ -614,6 +626,7 @@ func startProbegate(ctx context.Context, bin, dir, policy string, ups []string, 
 	cfg := fmt.Sprintf(`server:
   listen: "%s"
   admin_listen: "%s"
+  event_loop: %t
 backends:
   static: [%s]
 upstream:
@@ -624,7 +637,10 @@ route:
 log:
   level: error
   access: false
-`, addr, admin, staticList(ups), policy)
+`, addr, admin, loop, staticList(ups), policy)
+	if loop {
+		policy += "_loop" // the file names below
+	}
 	path := filepath.Join(dir, "probegate-"+policy+".yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		return nil, err
@@ -814,7 +830,7 @@ func measureRSS(ctx context.Context, bin, dir string, n int, res *OverheadResult
 	}
 	defer up.Stop()
 	uaddr := up.addr
-	c, err := startProbegate(ctx, bin, dir, "least_inflight", []string{uaddr}, nil)
+	c, err := startProbegate(ctx, bin, dir, "least_inflight", []string{uaddr}, nil, false)
 	if err != nil {
 		return err
 	}
