@@ -162,6 +162,19 @@ func TestParityForwardsWithHandlesEdits(t *testing.T) {
 	})
 }
 
+// dialKept opens a client connection to addr for several requests
+// (closed at cleanup; 30 s bound, as rawDo's) and its reader.
+func dialKept(t *testing.T, addr string) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+	return c, bufio.NewReader(c)
+}
+
 // waitFor polls cond for up to 10 s.
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
@@ -274,13 +287,7 @@ func TestParityRetriesAndErrorAnswers(t *testing.T) {
 func TestParityNoBackendAnswersAndKeepsTheConnection(t *testing.T) {
 	servePaths(t, func(t *testing.T, on bool) {
 		tp := startProxy(t, pathConfig(on, deadAddrs(t, 2)...))
-		c, err := net.Dial("tcp", tp.addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(30 * time.Second))
-		br := bufio.NewReader(c)
+		c, br := dialKept(t, tp.addr)
 		for i := range 2 {
 			if _, err := io.WriteString(c, postReq("/v1/completions", "", `{"model":"m"}`)); err != nil {
 				t.Fatalf("request %d: %v", i, err)
@@ -395,13 +402,7 @@ func TestParityStreamIsHandedOverWhole(t *testing.T) {
 	servePaths(t, func(t *testing.T, on bool) {
 		up := upstream(t, sseUpstream(3, 10*time.Millisecond))
 		tp := startProxy(t, pathConfig(on, up.URL))
-		c, err := net.Dial("tcp", tp.addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(30 * time.Second))
-		br := bufio.NewReader(c)
+		c, br := dialKept(t, tp.addr)
 		// Two streams on one connection: the second is served by the
 		// fasthttp server too (the connection stays with it).
 		for i := range 2 {
