@@ -23,6 +23,10 @@ type ScrapeConfig struct {
 	// requests arriving and finishing) between two scrapes, in requests;
 	// 0 leaves the interval to this proxy's own rate alone.
 	ForeignChange float64
+	// ForeignBudget bounds what ForeignChange costs the backend: the
+	// scrapes it adds to those of this proxy's own pace, per request this
+	// proxy sends the backend (see pace). 0: no bound.
+	ForeignBudget float64
 	// StaleAfter is not used by the Scraper: it is the staleAfter callers
 	// pass to State.View (scrape.stale_after), carried here so one value
 	// holds the whole section.
@@ -42,6 +46,7 @@ func ScrapeConfigFrom(c config.Scrape) ScrapeConfig {
 		Adaptive:      c.Adaptive,
 		StaleAfter:    c.StaleAfter.D(),
 		ForeignChange: c.ForeignChange,
+		ForeignBudget: c.ForeignBudget,
 	}
 }
 
@@ -91,12 +96,28 @@ func (c ScrapeConfig) nextInterval(cur time.Duration, rate float64) time.Duratio
 // balancer) as often as it changes, a pod only this proxy uses (a lone
 // proxy: its queue never exceeds this proxy's in-flight count) at this
 // proxy's own rate, and an idle one at MaxInterval.
+//
+// The foreign pace scrapes as often as the pod changes, which does not
+// depend on how much of its traffic this proxy sends: behind R replicas
+// each scrapes a busy pod at about the same pace, so the pod pays R times
+// it. ForeignBudget bounds that: each request this proxy sends the pod
+// earns ForeignBudget scrapes of credit, and each scrape sooner than the
+// own pace would make it (the target of RequestsPerScrape over this
+// proxy's rate) spends the share of a scrape it adds. With no credit left
+// the interval follows the own pace alone. So over any span, the scrapes
+// beyond the own pace's are at most ForeignBudget per request this proxy
+// sent the pod in that span, plus the credit held at its start (at most
+// ForeignBudget * RequestsPerScrape) and the back-off's few scrapes; all
+// replicas together add at most ForeignBudget per request the pod serves
+// them, however many they are. Every input is what one replica observes:
+// its own dispatches and the pod's reported queue.
 type pace struct {
 	interval time.Duration
 	rate     float64 // this proxy's dispatch rate, requests/s (EWMA); -1 before the first period
 	lastDisp uint64
 	foreign  float64 // the foreign change rate, requests/s (EWMA); -1 before the first period
 	lastF    int     // the foreign queue at the last scrape that knew the queue; -1: none
+	credit   float64 // ForeignBudget's scrapes left to spend; below 0: overspent by the back-off
 }
 
 // newPace returns the state of a loop that has not scraped yet.
@@ -115,11 +136,13 @@ func newPace(c ScrapeConfig, disp uint64) pace {
 // MaxInterval]. The foreign rate is |F - F'| / el averaged with weight 1/2
 // (UpdateRate), where F = max(queue - inflight, 0) is the foreign queue at
 // this scrape and F' at the previous one that knew it. A scrape that does
-// not know the queue leaves the foreign rate as it was.
+// not know the queue leaves the foreign rate as it was. With ForeignBudget
+// > 0 the foreign target applies only while credit is left (see pace).
 func (p *pace) next(c ScrapeConfig, el time.Duration, disp uint64, inflight, queue int) time.Duration {
 	sec := el.Seconds()
+	sent := float64(disp - p.lastDisp)
 	if sec > 0 {
-		p.rate = UpdateRate(p.rate, float64(disp-p.lastDisp)/sec)
+		p.rate = UpdateRate(p.rate, sent/sec)
 	}
 	p.lastDisp = disp
 	if queue >= 0 {
@@ -130,13 +153,26 @@ func (p *pace) next(c ScrapeConfig, el time.Duration, disp uint64, inflight, que
 		}
 		p.lastF = f
 	}
-	rate := max(p.rate, 0)
+	own := max(p.rate, 0)
+	rate := own
 	if c.ForeignChange > 0 && p.foreign > 0 {
 		// The foreign target in requests of our own rate: the shorter
 		// interval wins in nextInterval.
 		rate = max(rate, RequestsPerScrape*p.foreign/c.ForeignChange)
 	}
+	if c.ForeignBudget <= 0 {
+		p.interval = c.nextInterval(p.interval, rate)
+		return p.interval
+	}
+	p.credit = min(p.credit+c.ForeignBudget*sent, c.ForeignBudget*RequestsPerScrape)
+	if p.credit <= 0 {
+		rate = own
+	}
 	p.interval = c.nextInterval(p.interval, rate)
+	// The own pace's target, without the back-off's doubling clamp: an
+	// interval I in its place adds 1 - I/target of a scrape.
+	target := c.nextInterval(c.MaxInterval, own)
+	p.credit -= 1 - p.interval.Seconds()/target.Seconds()
 	return p.interval
 }
 

@@ -54,7 +54,7 @@ func (o *countObserver) scrape(outcome string) int {
 func TestScrapeConfigFrom(t *testing.T) {
 	d := config.Default().Scrape
 	got := ScrapeConfigFrom(d)
-	want := ScrapeConfig{Interval: d.Interval.D(), MinInterval: d.MinInterval.D(), MaxInterval: d.MaxInterval.D(), Timeout: d.Timeout.D(), Adaptive: d.Adaptive, StaleAfter: d.StaleAfter.D(), ForeignChange: d.ForeignChange}
+	want := ScrapeConfig{Interval: d.Interval.D(), MinInterval: d.MinInterval.D(), MaxInterval: d.MaxInterval.D(), Timeout: d.Timeout.D(), Adaptive: d.Adaptive, StaleAfter: d.StaleAfter.D(), ForeignChange: d.ForeignChange, ForeignBudget: d.ForeignBudget}
 	if got != want {
 		t.Errorf("ScrapeConfigFrom(config.Default().Scrape) = %+v, want %+v", got, want)
 	}

@@ -90,6 +90,7 @@ func TestRunningProxyUsesConfigDefaults(t *testing.T) {
 	check("scrape.max_interval", sc.MaxInterval, def.Scrape.MaxInterval.D())
 	check("scrape.timeout", sc.Timeout, def.Scrape.Timeout.D())
 	check("scrape.foreign_change", sc.ForeignChange, def.Scrape.ForeignChange)
+	check("scrape.foreign_budget", sc.ForeignBudget, def.Scrape.ForeignBudget)
 	check("scrape.stale_after", pc.StaleAfter, def.Scrape.StaleAfter.D())
 
 	// Breaker.

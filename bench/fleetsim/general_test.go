@@ -165,7 +165,14 @@ func TestStrategyTweaks(t *testing.T) {
 	if len(s.tweaks) != 1 || s.tweaks[0] != (tweak{"fc", 0}) {
 		t.Errorf("tweaks %v", s.tweaks)
 	}
-	for _, bad := range []string{"probe+xx=1", "probe+dw", "probe+psf=2", "probe+fc=-1"} {
+	cfg.Strategy = "probe+fb=20"
+	if s, err = newSim(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.replicas[0].scrape.ForeignBudget; len(s.tweaks) != 1 || got != 20 {
+		t.Errorf("probe+fb=20: tweaks %v, the replica's scrape.foreign_budget %v", s.tweaks, got)
+	}
+	for _, bad := range []string{"probe+xx=1", "probe+dw", "probe+psf=2", "probe+fc=-1", "probe+fb=-1"} {
 		cfg.Strategy = bad
 		if _, err := newSim(cfg); err == nil {
 			t.Errorf("%s was accepted", bad)

@@ -22,6 +22,7 @@ import (
 //	sw    route.load.seat_weight
 //	pf    route.load.pod_speed_fresh (0: false, else true)
 //	fc    scrape.foreign_change
+//	fb    scrape.foreign_budget
 type tweak struct {
 	key string
 	val float64
@@ -38,7 +39,7 @@ func splitTweaks(strategy string) (string, []tweak, error) {
 			return "", nil, fmt.Errorf("strategy %q: tweak %q is not key=number", strategy, p)
 		}
 		switch k {
-		case "dw", "rw", "ww", "pss", "psf", "sw", "pf", "fc":
+		case "dw", "rw", "ww", "pss", "psf", "sw", "pf", "fc", "fb":
 		default:
 			return "", nil, fmt.Errorf("strategy %q: unknown tweak key %q", strategy, k)
 		}
@@ -68,6 +69,8 @@ func applyTweaks(cfg *config.Config, ts []tweak) error {
 			l.PodSpeedFresh = t.val != 0
 		case "fc":
 			cfg.Scrape.ForeignChange = t.val
+		case "fb":
+			cfg.Scrape.ForeignBudget = t.val
 		}
 	}
 	return cfg.Validate()

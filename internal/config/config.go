@@ -190,6 +190,13 @@ type Scrape struct {
 	// ~70, 0 ~32, for p99 TTFT 0.92x / 0.97x / 1 (3 seeds;
 	// bench/results/2026-12-02-s15/lead/fleetsim-headline).
 	ForeignChange float64 `yaml:"foreign_change"` // default 0.1
+	// ForeignBudget bounds foreign_change's cost to a backend: the
+	// scrapes it may add to those of this proxy's own pace, per request
+	// this proxy sends the backend (credited per request, spent per
+	// added scrape). All replicas together then add at most this many
+	// scrapes per request the backend serves, whatever their number. 0:
+	// no bound (foreign_change alone decides).
+	ForeignBudget float64 `yaml:"foreign_budget"` // default 0
 }
 
 // Breaker configures the per-backend circuit breaker.

@@ -119,6 +119,7 @@ func TestValidate(t *testing.T) {
 		{"scrape timeout", func(c *Config) { c.Scrape.Timeout = 0 }, `scrape.timeout: must be > 0`},
 		{"stale_after", func(c *Config) { c.Scrape.StaleAfter = 0 }, `scrape.stale_after: must be > 0`},
 		{"foreign_change", func(c *Config) { c.Scrape.ForeignChange = -1 }, `scrape.foreign_change: must be a finite number >= 0`},
+		{"foreign_budget", func(c *Config) { c.Scrape.ForeignBudget = math.Inf(1) }, `scrape.foreign_budget: must be a finite number >= 0`},
 		{"consecutive_failures", func(c *Config) { c.Breaker.ConsecutiveFailures = 0 }, `breaker.consecutive_failures: must be >= 1`},
 		{"open_for", func(c *Config) { c.Breaker.OpenFor = 0 }, `breaker.open_for: must be > 0`},
 		{"half_open_requests", func(c *Config) { c.Breaker.HalfOpenRequests = 0 }, `breaker.half_open_requests: must be >= 1`},

@@ -263,6 +263,7 @@ func validate(c *Config) Errors {
 	v.positive("scrape.timeout", sc.Timeout)
 	v.positive("scrape.stale_after", sc.StaleAfter)
 	v.weight("scrape.foreign_change", sc.ForeignChange)
+	v.weight("scrape.foreign_budget", sc.ForeignBudget)
 
 	br := c.Breaker
 	v.atLeast("breaker.consecutive_failures", int64(br.ConsecutiveFailures), 1)
