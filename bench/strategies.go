@@ -70,8 +70,10 @@ var AllStrategies = []string{RoundRobin, Random, LeastInflight, Cached, CachedAd
 // follows this proxy's own request rate alone, the default until issue 13
 // session 8), probe_fresh and probe_nofresh (route.load.pod_speed_fresh
 // true and false whatever its default: the two arms of one same-requests
-// A/B).
-var ExtraStrategies = []string{"probe_fresh", "probe_nofresh", "probe_learned", "probe_podhalf", "probe_pod", "probe_podseed1", "probe_podseed4", "probe_podseed8", "probe_podseed16", "probe_podseed32", "probe_podgate8", "probe_podgate16", "probe_podseed0", "probe_scrape100", "probe_ownpace", "probe_d3", "probe_d2q2", "probe_d3q3", "probe_d4q2", "probe_d4q4", "probe_d8q8", "probe_q2", "probe_load", "probe_jsq", "oracle_jsq", "probe_requests", "cached_tokens", "probe_tokens", "probe_dw0", "probe_dw4", "probe_nospeed", "cached_tokens_nospeed", "oracle_nospeed", "probe_speed", "probe_speed1", "cached_speed", "oracle_speed", "probe_tokens_w1", "cached_tokens_w1", "probe_tokens_w1_nospeed", "probe_tokens_w0"}
+// A/B), probe_budget and probe_nobudget (scrape.foreign_budget
+// config.DefaultForeignBudget and 0, whatever the default: the two arms
+// of one same-requests A/B of the foreign pace's per-request budget).
+var ExtraStrategies = []string{"probe_fresh", "probe_nofresh", "probe_budget", "probe_nobudget", "probe_learned", "probe_podhalf", "probe_pod", "probe_podseed1", "probe_podseed4", "probe_podseed8", "probe_podseed16", "probe_podseed32", "probe_podgate8", "probe_podgate16", "probe_podseed0", "probe_scrape100", "probe_ownpace", "probe_d3", "probe_d2q2", "probe_d3q3", "probe_d4q2", "probe_d4q4", "probe_d8q8", "probe_q2", "probe_load", "probe_jsq", "oracle_jsq", "probe_requests", "cached_tokens", "probe_tokens", "probe_dw0", "probe_dw4", "probe_nospeed", "cached_tokens_nospeed", "oracle_nospeed", "probe_speed", "probe_speed1", "cached_speed", "oracle_speed", "probe_tokens_w1", "cached_tokens_w1", "probe_tokens_w1_nospeed", "probe_tokens_w0"}
 
 // isProbe reports whether s decides on synchronous probes.
 func isProbe(s string) bool { return strings.HasPrefix(s, Probe) }
@@ -199,6 +201,10 @@ func StrategyConfig(s string, urls []string) (*config.Config, error) {
 		cfg.Route.Load.PodSpeedFresh = true
 	case "probe_nofresh":
 		cfg.Route.Load.PodSpeedFresh = false
+	case "probe_budget":
+		cfg.Scrape.ForeignBudget = config.DefaultForeignBudget
+	case "probe_nobudget":
+		cfg.Scrape.ForeignBudget = 0
 	default:
 		return nil, fmt.Errorf("unknown strategy %q", s)
 	}

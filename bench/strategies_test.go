@@ -89,6 +89,17 @@ func TestStrategyConfigs(t *testing.T) {
 			t.Errorf("%s: policy %s, pod_speed_fresh %v; want probe, %v", name, fc.Route.Policy, fc.Route.Load.PodSpeedFresh, want)
 		}
 	}
+	// probe_budget and probe_nobudget are probe with scrape.foreign_budget
+	// at its default value and at 0, whatever the default.
+	for name, want := range map[string]float64{"probe_budget": config.DefaultForeignBudget, "probe_nobudget": 0} {
+		bc, err := StrategyConfig(name, urls)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bc.Route.Policy != config.PolicyProbe || bc.Scrape.ForeignBudget != want || bc.Scrape.ForeignChange != cfg.Scrape.ForeignChange || config.DefaultForeignBudget <= 0 {
+			t.Errorf("%s: policy %s, foreign_budget %v, foreign_change %v; want probe, %v (> 0 for probe_budget), %v", name, bc.Route.Policy, bc.Scrape.ForeignBudget, bc.Scrape.ForeignChange, want, cfg.Scrape.ForeignChange)
+		}
+	}
 	if _, err := StrategyConfig("probe_d9q9", urls); err == nil {
 		t.Error("unknown strategy accepted")
 	}

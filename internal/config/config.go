@@ -185,19 +185,35 @@ type Scrape struct {
 	// that other clients (not this proxy) may make between two scrapes,
 	// in requests: a backend they change faster is scraped sooner. 0
 	// turns it off (the interval follows this proxy's own rate alone).
-	// Its cost grows with the fleet: at 1,024 pods behind 32 replicas
-	// (fleetsim) 0.1 scrapes each pod ~190 times a second in all, 0.5
-	// ~70, 0 ~32, for p99 TTFT 0.92x / 0.97x / 1 (3 seeds;
-	// bench/results/2026-12-02-s15/lead/fleetsim-headline).
+	// Unbounded (foreign_budget 0) its cost grows with the replicas: at
+	// 1,024 pods behind 32 replicas (fleetsim) 0.1 scrapes each pod ~190
+	// times a second in all, 0.5 ~70, 0 ~32, for p99 TTFT 0.92x / 0.97x /
+	// 1 (3 seeds; bench/results/2026-12-02-s15/lead/fleetsim-headline);
+	// foreign_budget bounds it.
 	ForeignChange float64 `yaml:"foreign_change"` // default 0.1
 	// ForeignBudget bounds foreign_change's cost to a backend: the
 	// scrapes it may add to those of this proxy's own pace, per request
 	// this proxy sends the backend (credited per request, spent per
 	// added scrape). All replicas together then add at most this many
 	// scrapes per request the backend serves, whatever their number. 0:
-	// no bound (foreign_change alone decides).
-	ForeignBudget float64 `yaml:"foreign_budget"` // default 0
+	// no bound (foreign_change alone decides). Default
+	// DefaultForeignBudget.
+	ForeignBudget float64 `yaml:"foreign_budget"`
 }
+
+// DefaultForeignBudget is scrape.foreign_budget's default: 20 scrapes per
+// request, about what foreign_change 0.1 spends behind 8 replicas (fleetsim,
+// 8 and 64 pods: 19 and 14 per request), where it was measured (issue 13
+// session 8), so up to there it runs unbounded, and beyond it each pod's
+// added scrapes stay at 8 replicas' worth. fleetsim, 0.8 load, p99 TTFT per
+// seed against no budget and scrapes per pod per second (no budget / 20):
+// 8 pods, R=1: identical, 1.0; 8 pods, R=8: 1.029 (10 seeds; 40, which
+// spends as much as no budget, 1.020: the seeds' noise), 53.6 / 48.3; 64
+// pods, R=8: 1.001, 42.9 / 41.5; 1,024 pods, R=32: 1.060 (3 of 3 seeds
+// higher; 0.978 of foreign_change 0's), 182.3 / 77.3 (cached's 50 ms:
+// 601.5). The bound is per request: a pod serving more requests may be
+// scraped more (bench/results/2026-12-02-s16/podcost).
+const DefaultForeignBudget = 20.0
 
 // Breaker configures the per-backend circuit breaker.
 type Breaker struct {

@@ -71,6 +71,7 @@ func Default() *Config {
 			StaleAfter:  Duration(2 * time.Second),
 
 			ForeignChange: 0.1,
+			ForeignBudget: DefaultForeignBudget,
 		},
 		Breaker: Breaker{
 			ConsecutiveFailures: 5,
