@@ -350,12 +350,15 @@ func TestPrefixSweep(t *testing.T) {
 // scrape.foreign_change scrapes it several times faster than the rule
 // that follows each replica's own rate (probe_ownpace), which leaves every
 // pod at max_interval (1 s: 8 scrapes per pod per second). One replica
-// alone sees no foreign change: the two rules scrape alike.
+// alone sees no foreign change: the two rules scrape alike. 60 s: the
+// foreign pace's budget (scrape.foreign_budget) starts empty and each
+// replica sends each pod a request only every ~4 s here, so a 5 s run
+// would measure mostly its start.
 func TestScrapePaceFollowsOtherReplicas(t *testing.T) {
 	run := func(strategy string, replicas int) float64 {
 		t.Helper()
 		cfg := tiny(strategy, 1)
-		cfg.Pods, cfg.Replicas, cfg.Rate = 8, replicas, 0.8*8*2.6
+		cfg.Pods, cfg.Replicas, cfg.Rate, cfg.Duration = 8, replicas, 0.8*8*2.6, time.Minute
 		m, err := Run(cfg)
 		if err != nil {
 			t.Fatal(err)

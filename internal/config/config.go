@@ -201,19 +201,25 @@ type Scrape struct {
 	ForeignBudget float64 `yaml:"foreign_budget"`
 }
 
-// DefaultForeignBudget is scrape.foreign_budget's default: 20 scrapes per
-// request, about what foreign_change 0.1 spends behind 8 replicas (fleetsim,
-// 8 and 64 pods: 19 and 14 per request), where it was measured (issue 13
-// session 8), so up to there it runs unbounded, and beyond it each pod's
-// added scrapes stay at 8 replicas' worth. fleetsim, 0.8 load, p99 TTFT per
-// seed against no budget and scrapes per pod per second (no budget / 20):
-// 8 pods, R=1: identical, 1.0; 8 pods, R=8: 1.029 (10 seeds; 40, which
-// spends as much as no budget, 1.020: the seeds' noise), 53.6 / 48.3; 64
-// pods, R=8: 1.001, 42.9 / 41.5; 1,024 pods, R=32: 1.060 (3 of 3 seeds
-// higher; 0.978 of foreign_change 0's), 182.3 / 77.3 (cached's 50 ms:
-// 601.5). The bound is per request: a pod serving more requests may be
-// scraped more (bench/results/2026-12-02-s16/podcost).
-const DefaultForeignBudget = 20.0
+// DefaultForeignBudget is scrape.foreign_budget's default: 40 scrapes per
+// request, about twice what foreign_change 0.1 spends on average behind 8
+// replicas (fleetsim, 8 and 64 pods: 19 and 14 per request), where it was
+// measured (issue 13 session 8): up to there it runs as if unbounded, its
+// spells of fast change included, and beyond each pod's added scrapes stay
+// at about 16 replicas' worth. fleetsim, 0.8 load, p99 TTFT per seed
+// against no budget and scrapes per pod per second (no budget / 40): 8 pods
+// R=1 identical, 1.0; 8 pods R=8 1.020 (10 seeds, 6 higher: the seeds'
+// noise; it spends as much), 53.6 / 53.1; 64 pods R=8 0.999, 42.9 / 42.4;
+// 1,024 pods R=32 1.040 (3 of 3 seeds higher; 0.960 of foreign_change 0's),
+// 182.3 / 109.9 (cached's 50 ms: 601.5). 20 spent less (48.3, 41.5, 77.3)
+// but bound live behind 8 replicas (41 scrapes per pod per s against 57,
+// p50 TTFT 1.046x per seed over 12 seeds). Live replicas_r8 with 40, the
+// same requests per seed: p99 1.032x, p50 1.021x per seed (12 seeds; the
+// arm without a budget against itself across holds: 0.954x, 0.993x), 46
+// scrapes per pod per s against 57: the credit starts empty and a 15 s run
+// is mostly its start. The bound is per request: a pod serving more
+// requests may be scraped more (bench/results/2026-12-02-s16/podcost).
+const DefaultForeignBudget = 40.0
 
 // Breaker configures the per-backend circuit breaker.
 type Breaker struct {
