@@ -230,54 +230,6 @@ func (l *loop) send(c *conn) {
 	}
 }
 
-// appendUpstreamRequest appends the request as it goes upstream: the
-// request line as HTTP/1.1, the client's headers minus hop-by-hop ones
-// (and those its Connection header names) minus d's removals and
-// replacements, then d's additions, then the body.
-func appendUpstreamRequest(dst []byte, r *Request, d *Decision) []byte {
-	dst = append(dst, r.Method()...)
-	dst = append(dst, ' ')
-	if d.Target != nil {
-		dst = append(dst, d.Target...)
-	} else {
-		dst = append(dst, r.Target()...)
-	}
-	dst = append(dst, " HTTP/1.1\r\n"...)
-	conn := r.conn.of(r.buf)
-next:
-	for i := range r.headers {
-		name, value := r.HeaderAt(i)
-		// The body goes upstream, so its length does, whatever the
-		// client's Connection field names: without it the upstream would
-		// read the body as a request of its own.
-		if hopByHop(name) || (len(conn) > 0 && inTokens(conn, name) && !fold(name, "content-length")) {
-			continue
-		}
-		for _, n := range d.Del {
-			if foldBytes(name, n) {
-				continue next
-			}
-		}
-		for _, h := range d.Set {
-			if foldBytes(name, h.Name) {
-				continue next
-			}
-		}
-		dst = append(dst, name...)
-		dst = append(dst, ": "...)
-		dst = append(dst, value...)
-		dst = append(dst, "\r\n"...)
-	}
-	for _, h := range d.Set {
-		dst = append(dst, h.Name...)
-		dst = append(dst, ": "...)
-		dst = append(dst, h.Value...)
-		dst = append(dst, "\r\n"...)
-	}
-	dst = append(dst, "\r\n"...)
-	return append(dst, r.Body()...)
-}
-
 // upstream returns an idle keep-alive connection to addr that passes the
 // guard's peek, or a new one (connecting); nil when a socket cannot be
 // opened.
@@ -473,54 +425,6 @@ func (l *loop) retryWith(c *conn) {
 	attempt := c.res.Attempt + 1
 	c.res = Result{Start: c.res.Start, RequestBytes: c.req.total, Attempt: attempt}
 	l.act(c)
-}
-
-// appendResponseHead appends the response head for the client: the
-// upstream's status line and headers minus hop-by-hop ones and minus
-// those e removes or replaces, then e's additions, plus "Connection:
-// close" when the client's connection ends after it. e may be nil.
-func appendResponseHead(dst, head []byte, closing bool, e *ResponseHead) []byte {
-	i := 0
-	for i < len(head)-2 {
-		j := i
-		for head[j] != '\n' {
-			j++
-		}
-		line := head[i : j+1]
-		first := i == 0
-		i = j + 1
-		if !first {
-			name := line
-			if c := indexColon(line); c >= 0 {
-				name = line[:c]
-			}
-			if hopByHop(name) || (e != nil && e.edits(name)) {
-				continue
-			}
-		}
-		dst = append(dst, line...)
-	}
-	if e != nil {
-		for _, h := range e.Set {
-			dst = append(dst, h.Name...)
-			dst = append(dst, ": "...)
-			dst = append(dst, h.Value...)
-			dst = append(dst, "\r\n"...)
-		}
-	}
-	if closing {
-		dst = append(dst, "Connection: close\r\n"...)
-	}
-	return append(dst, "\r\n"...)
-}
-
-func indexColon(b []byte) int {
-	for i, c := range b {
-		if c == ':' {
-			return i
-		}
-	}
-	return -1
 }
 
 // finish ends an exchange whose response is all relayed (or queued for
