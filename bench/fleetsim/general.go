@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/probegate/probegate/bench"
+	"github.com/probegate/probegate/internal/vllmsim"
 )
 
 // The generalization sweep (issue 13: "route real, heavy-tailed traffic
@@ -33,10 +34,22 @@ const (
 	SizesBimodal   = "bimodal"        // 80% short chat turns, 20% long documents
 	SizesTrace     = "trace_sizes"    // the Azure code trace's rows, drawn at random
 	SizesTraceReal = "trace_arrivals" // the trace's rows in order, its gaps rescaled
+	SizesDecode    = "decode_heavy"   // chat with long answers: decode-bound (assumed)
+	SizesFixed     = "fixed"          // every request 1,024 prompt and 128 output tokens
 )
 
 // GeneralSizes are the sweep's size distributions, in report order.
-var GeneralSizes = []string{SizesUniform, SizesLognormal, SizesLogn05, SizesLogn15, SizesBimodal, SizesTrace, SizesTraceReal}
+var GeneralSizes = []string{SizesUniform, SizesLognormal, SizesLogn05, SizesLogn15, SizesBimodal, SizesTrace, SizesTraceReal, SizesDecode, SizesFixed}
+
+// Sizes of decode_heavy: a chat service whose answers are long next to its
+// prompts, the opposite of the code trace (median 1,469 prompt, 13 output
+// tokens). Assumed, not fitted: medians 300 prompt and 250 output tokens,
+// so a request holds its batch seat for hundreds of decode steps and the
+// time to first token is set by free seats more than by queued prefill.
+var (
+	decodePromptTokens = bench.LogNormal{Mu: math.Log(300), Sigma: 1.0, Min: 4, Max: 4096}
+	decodeOutputTokens = bench.LogNormal{Mu: math.Log(250), Sigma: 0.8, Min: 8, Max: 1024}
+)
 
 // Fleet kinds of the sweep (FleetShape).
 const (
@@ -76,6 +89,10 @@ func sameMeanLognormal(sigma float64) bench.LogNormal {
 //	                20%: prompt 3,000-7,000, output 8-64 (documents), uniform in each
 //	trace_sizes     the trace's (prompt, output) rows drawn at random
 //	trace_arrivals  the trace's rows in order with its own gaps (shape ignored)
+//	decode_heavy    prompt lognormal median 300 (sigma 1.0, 4-4,096), output
+//	                median 250 (sigma 0.8, 8-1,024): long answers (assumed)
+//	fixed           1,024 prompt and 128 output tokens, every request (a
+//	                load generator's fixed-length random prompts)
 func GeneralWorkload(sizes, shape string, trace []bench.TraceRow) (Workload, error) {
 	if err := checkShape(shape); err != nil {
 		return Workload{}, err
@@ -97,6 +114,12 @@ func GeneralWorkload(sizes, shape string, trace []bench.TraceRow) (Workload, err
 		}}
 	case SizesBimodal:
 		w = Workload{KVBlocks: 1024, Sizes: bench.ChatDocBimodal.Draw}
+	case SizesDecode:
+		w = Workload{KVBlocks: 1024, Sizes: func(rng *rand.Rand) (int, int) {
+			return decodePromptTokens.Draw(rng), decodeOutputTokens.Draw(rng)
+		}}
+	case SizesFixed:
+		w = Workload{KVBlocks: 1024, Sizes: func(*rand.Rand) (int, int) { return 1024, 128 }}
 	case SizesTrace, SizesTraceReal:
 		if len(trace) < 2 {
 			return Workload{}, fmt.Errorf("sizes %s need a trace (-trace)", sizes)
@@ -153,6 +176,10 @@ type GeneralOptions struct {
 	Sizes, Arrivals, Fleets, Lives []string
 	Loads                          []float64
 	Pods, Replicas                 []int
+	// Seats are the pods' batch seats (vLLM's max_num_seqs) of the cells:
+	// PodSim's 4 (the bench's pods) when nil. A pod with s seats has s/4
+	// times PodSim's KV cache, the same blocks per seat.
+	Seats []int
 	// Strategies: GeneralStrategies when nil. The comparisons need probe,
 	// cached and at least one blind policy among them.
 	Strategies []string
@@ -229,6 +256,7 @@ type GeneralCell struct {
 	Fleet     string       `json:"fleet"`
 	Life      string       `json:"life"`
 	Pods      int          `json:"pods"`
+	Seats     int          `json:"seats"`
 	Replicas  int          `json:"replicas"`
 	Load      float64      `json:"load"`
 	RateRPS   float64      `json:"rate_rps"`
@@ -245,12 +273,32 @@ type GeneralCell struct {
 // generalCell is a cell to run.
 type generalCell struct {
 	sizes, arrivals, fleet, life string
-	pods, reps                   int
+	pods, reps, seats            int
 	load                         float64
 }
 
+// name is the cell's name: sizes/arrivals/fleet/life/nN/rR/loadLL, with
+// /sS after nN when the pods have S seats other than PodSim's 4.
 func (c generalCell) name() string {
-	return fmt.Sprintf("%s/%s/%s/%s/n%d/r%d/load%02.0f", c.sizes, c.arrivals, c.fleet, c.life, c.pods, c.reps, c.load*100)
+	seats := ""
+	if c.seats != podSeats {
+		seats = fmt.Sprintf("/s%d", c.seats)
+	}
+	return fmt.Sprintf("%s/%s/%s/%s/n%d%s/r%d/load%02.0f", c.sizes, c.arrivals, c.fleet, c.life, c.pods, seats, c.reps, c.load*100)
+}
+
+// podSeats is PodSim's batch seats (the bench's pods).
+const podSeats = 4
+
+// GeneralPodSim is PodSim(w) with seats batch seats (0: PodSim's) and the
+// KV cache grown in proportion, the same blocks per seat.
+func GeneralPodSim(w Workload, seats int) vllmsim.Config {
+	sim := PodSim(w)
+	if seats > 0 && seats != sim.MaxNumSeqs {
+		sim.NumGPUBlocks = sim.NumGPUBlocks * seats / sim.MaxNumSeqs
+		sim.MaxNumSeqs = seats
+	}
+	return sim
 }
 
 // GeneralSweep runs o's cells, in order, and returns their results.
@@ -267,6 +315,14 @@ func GeneralSweep(o GeneralOptions) ([]GeneralCell, error) {
 	if o.Seeds < 1 || o.Requests < 1 {
 		return nil, fmt.Errorf("seeds and requests must be >= 1")
 	}
+	if len(o.Seats) == 0 {
+		o.Seats = []int{podSeats}
+	}
+	for _, n := range o.Seats {
+		if n < 1 {
+			return nil, fmt.Errorf("seats must be >= 1, got %d", n)
+		}
+	}
 	var cells []generalCell
 	for _, sz := range o.Sizes {
 		for _, ar := range o.Arrivals {
@@ -276,14 +332,16 @@ func GeneralSweep(o GeneralOptions) ([]GeneralCell, error) {
 			for _, fl := range o.Fleets {
 				for _, life := range o.Lives {
 					for _, n := range o.Pods {
-						for _, r := range o.Replicas {
-							for _, l := range o.Loads {
-								c := generalCell{sizes: sz, arrivals: ar, fleet: fl, life: life, pods: n, reps: r, load: l}
-								if sz == SizesTraceReal {
-									c.arrivals = "trace"
-								}
-								if o.Only == nil || o.Only.MatchString(c.name()) {
-									cells = append(cells, c)
+						for _, seats := range o.Seats {
+							for _, r := range o.Replicas {
+								for _, l := range o.Loads {
+									c := generalCell{sizes: sz, arrivals: ar, fleet: fl, life: life, pods: n, reps: r, seats: seats, load: l}
+									if sz == SizesTraceReal {
+										c.arrivals = "trace"
+									}
+									if o.Only == nil || o.Only.MatchString(c.name()) {
+										cells = append(cells, c)
+									}
 								}
 							}
 						}
@@ -342,7 +400,7 @@ func runCell(o GeneralOptions, c generalCell, caps *capCache) (*GeneralCell, err
 	if err != nil {
 		return nil, err
 	}
-	sim := PodSim(w)
+	sim := GeneralPodSim(w, c.seats)
 	bs := blockSize(sim)
 	slow, kv, err := FleetShape(c.fleet, c.pods, sim.NumGPUBlocks, bs)
 	if err != nil {
@@ -357,7 +415,7 @@ func runCell(o GeneralOptions, c generalCell, caps *capCache) (*GeneralCell, err
 		if kv[i] > 0 {
 			ps.NumGPUBlocks = kv[i]
 		}
-		key := fmt.Sprintf("%s/%g/%d", c.sizes, slow[i], ps.NumGPUBlocks)
+		key := fmt.Sprintf("%s/%g/%d/%d", c.sizes, slow[i], ps.NumGPUBlocks, ps.MaxNumSeqs)
 		v, err := caps.get(key, func() (float64, error) {
 			return PodCapacity(w, ps, BenchSlowdown*slow[i], 60*time.Second, uint64(o.Seed))
 		})
@@ -369,7 +427,7 @@ func runCell(o GeneralOptions, c generalCell, caps *capCache) (*GeneralCell, err
 	rate := c.load * capacity
 	dur := o.Warmup + time.Duration(float64(o.Requests)/rate*float64(time.Second))
 	dur = min(max(dur, o.MinDuration), o.MaxDuration).Round(time.Second)
-	gc := &GeneralCell{Name: c.name(), Sizes: c.sizes, Arrivals: c.arrivals, Fleet: c.fleet, Life: c.life, Pods: c.pods, Replicas: c.reps,
+	gc := &GeneralCell{Name: c.name(), Sizes: c.sizes, Arrivals: c.arrivals, Fleet: c.fleet, Life: c.life, Pods: c.pods, Seats: c.seats, Replicas: c.reps,
 		Load: c.load, RateRPS: round(rate), DurationS: dur.Seconds()}
 	type job struct {
 		si, k int

@@ -2,6 +2,7 @@ package fleetsim
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -177,5 +178,44 @@ func TestStrategyTweaks(t *testing.T) {
 		if _, err := newSim(cfg); err == nil {
 			t.Errorf("%s was accepted", bad)
 		}
+	}
+}
+
+// The sizes added in session 16 draw what their doc says, and a cell's
+// seats reach its pods (with the KV cache grown alike) and its name, which
+// keeps the bench pods' cells named as before.
+func TestGeneralSizesAndSeats(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	w, err := GeneralWorkload(SizesFixed, ArrivalsPoisson, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, o := w.Sizes(rng); p != 1024 || o != 128 {
+		t.Errorf("fixed: %d, %d tokens", p, o)
+	}
+	if w, err = GeneralWorkload(SizesDecode, ArrivalsPoisson, nil); err != nil {
+		t.Fatal(err)
+	}
+	var ps, os []float64
+	for range 4000 {
+		p, o := w.Sizes(rng)
+		ps, os = append(ps, float64(p)), append(os, float64(o))
+	}
+	if p, o := bench.Percentile(ps, 50), bench.Percentile(os, 50); math.Abs(p/300-1) > 0.1 || math.Abs(o/250-1) > 0.1 {
+		t.Errorf("decode_heavy medians: prompt %.0f, output %.0f; want 300, 250", p, o)
+	}
+	base := PodSim(w)
+	if s := GeneralPodSim(w, 16); s.MaxNumSeqs != 16 || s.NumGPUBlocks != 4*base.NumGPUBlocks {
+		t.Errorf("16 seats: %d seats, %d blocks (4 seats: %d)", s.MaxNumSeqs, s.NumGPUBlocks, base.NumGPUBlocks)
+	}
+	if s := GeneralPodSim(w, 0); s.MaxNumSeqs != base.MaxNumSeqs || s.NumGPUBlocks != base.NumGPUBlocks {
+		t.Errorf("0 seats is not PodSim's pod")
+	}
+	c := generalCell{sizes: SizesDecode, arrivals: ArrivalsPoisson, fleet: FleetHomo, life: LifeLong, pods: 4, reps: 1, seats: 16, load: 0.6}
+	if got := c.name(); got != "decode_heavy/poisson/homo/long/n4/s16/r1/load60" {
+		t.Errorf("name %s", got)
+	}
+	if c.seats = podSeats; c.name() != "decode_heavy/poisson/homo/long/n4/r1/load60" {
+		t.Errorf("name %s", c.name())
 	}
 }

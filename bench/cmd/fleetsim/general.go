@@ -18,6 +18,7 @@ import (
 type generalFlags struct {
 	out, pods, replicas, loads, strategies, trace string
 	sizes, arrivals, fleets, lives, only, probe   string
+	seats                                         string
 	seed                                          int64
 	dur                                           time.Duration
 	seeds, requests, parallel                     int
@@ -44,6 +45,9 @@ func runGeneral(f generalFlags) error {
 		return err
 	}
 	if o.Replicas, err = ints(f.replicas, o.Replicas); err != nil {
+		return err
+	}
+	if o.Seats, err = ints(f.seats, o.Seats); err != nil {
 		return err
 	}
 	if f.loads != "" {

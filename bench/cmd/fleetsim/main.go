@@ -40,6 +40,7 @@ func main() {
 	arrivals := fs.String("arrivals", "", "with -general: comma-separated arrival processes (poisson,onoff,ramp; default all)")
 	fleets := fs.String("fleets", "", "with -general: comma-separated fleet kinds ("+strings.Join(fleetsim.GeneralFleets, ",")+"; default all)")
 	lives := fs.String("lives", "", "with -general: comma-separated pod ages (fresh,long; default long)")
+	seats := fs.String("seats", "", "with -general: comma-separated batch seats per pod (default 4, the bench's pods; a pod with S seats has S/4 times their KV cache)")
 	seeds := fs.Int("seeds", 3, "with -general: seeds per cell, from -seed")
 	requests := fs.Int("requests", 800, "with -general: measured requests aimed at per seed (a cell runs requests/rate, 10-120 s; -duration sets the upper bound)")
 	only := fs.String("only", "", "with -general: run only the cells whose name (sizes/arrivals/fleet/life/nN/rR/loadLL) matches this regexp")
@@ -62,7 +63,7 @@ func main() {
 	if *general {
 		if err := runGeneral(generalFlags{out: *out, seed: *seed, dur: *dur, pods: *pods, replicas: *replicas, loads: *loads, strategies: *strategies,
 			trace: *trace, sizes: *sizes, arrivals: *arrivals, fleets: *fleets, lives: *lives, seeds: *seeds, requests: *requests,
-			only: *only, parallel: *parallel, probe: *probeName}); err != nil {
+			only: *only, parallel: *parallel, probe: *probeName, seats: *seats}); err != nil {
 			fail(err)
 		}
 		return

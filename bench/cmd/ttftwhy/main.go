@@ -43,7 +43,8 @@ func main() {
 	window := flag.Duration("window", 20*time.Second, "window of the per-window p99s (the live bench's run length)")
 	top := flag.Float64("top", 1, "the tail analysed, in percent of requests")
 	offset := flag.Duration("offset", 3*time.Minute, "trace time of the first replayed row (the live bench's -trace-offset)")
-	sizes := flag.String("workload", "trace", "trace (the calibrated replay, seed k the k-th window), lognormal (Poisson arrivals, the bench's default sizes: steady_80 is 8 pods, -slowdown 1, -rate 18) or prefix (the bench's prefix scenario: 8 pods, -slowdown 1, -rate 48.6)")
+	sizes := flag.String("workload", "trace", "trace (the calibrated replay, seed k the k-th window), lognormal (Poisson arrivals, the bench's default sizes: steady_80 is 8 pods, -slowdown 1, -rate 18), prefix (the bench's prefix scenario: 8 pods, -slowdown 1, -rate 48.6) or general:SIZES[:ARRIVALS] (a size distribution and arrival process of fleetsim -general, e.g. general:decode_heavy:poisson)")
+	seats := flag.Int("seats", 0, "batch seats per pod (0: fleetsim.PodSim's 4); the KV cache grows with them as in fleetsim -general -seats")
 	jitter := flag.Duration("speed-jitter", 0, "fleetsim Params.SpeedJitter: mean extra delay of the replica's first-byte observation (speed sample noise)")
 	jitterP := flag.Float64("speed-jitter-p", 0, "fleetsim Params.SpeedJitterP: share of first bytes observed late")
 	hist := flag.Int("pod-history", 0, "long-lived pods: each pod's counters start with its share of this many earlier windows of the workload (fleetsim Config.History; 0: fresh pods, counters at 0)")
@@ -63,8 +64,16 @@ func main() {
 		w = fleetsim.LognormalWorkload()
 	case "prefix":
 		w = fleetsim.UniformWorkload()
+	default:
+		if g, ok := strings.CutPrefix(*sizes, "general:"); ok {
+			name, shape, _ := strings.Cut(g, ":")
+			if w, err = fleetsim.GeneralWorkload(name, shape, w.Trace); err != nil {
+				fail(err)
+			}
+			*sizes = "general"
+		}
 	}
-	sim := fleetsim.PodSim(w)
+	sim := fleetsim.GeneralPodSim(w, *seats)
 	if sim.BlockSize == 0 {
 		sim.BlockSize = vllmsim.DefaultConfig().BlockSize
 	}
@@ -195,6 +204,7 @@ func main() {
 				}
 			}
 			fmt.Fprintf(os.Stderr, "%s R=%d: pod-side cost per pod per s (all replicas, mean over seeds): scrapes %.2f, probes %.2f\n", st, r, scrapes/float64(*seeds), probes/float64(*seeds))
+			seatBound(st, r, sim.MaxNumSeqs, ps, recs, tops)
 			coldStart(st, r, recs, tops)
 			// The replica's learned (and pod-reported) speed of the last
 			// (slow) pod over the others' mean, at each arrival (once all
@@ -284,4 +294,37 @@ func coldStart(st string, r int, recs, tops []*fleetsim.Record) {
 	}
 	fmt.Fprintf(os.Stderr, "%s R=%d: arrivals at 0-2/2-5/5-10/10+ s since start: all %v, top %v, last pod's learned speed known at the decision %v\n",
 		st, r, all, top, known)
+}
+
+// seatBound prints, for all requests and for the top ones (tops), how
+// often the pod a request was sent to had every batch seat taken at its
+// arrival (running >= seats) or requests waiting, how often another pod
+// then had a seat free and none waiting (a newcomer would have started at
+// once there), and how often the chosen pod was a slow one: where
+// requests hold seats for long decodes, the time to first token is the
+// wait for a seat.
+func seatBound(st string, r, seats int, slow []float64, recs, tops []*fleetsim.Record) {
+	count := func(rs []*fleetsim.Record) (full, freeElsewhere, onSlow int) {
+		for _, rec := range rs {
+			sn := rec.Pods[rec.Pod]
+			if slow[rec.Pod] > 1 {
+				onSlow++
+			}
+			if sn.Running < seats && sn.Waiting == 0 {
+				continue
+			}
+			full++
+			for i, o := range rec.Pods {
+				if i != rec.Pod && o.Running < seats && o.Waiting == 0 {
+					freeElsewhere++
+					break
+				}
+			}
+		}
+		return
+	}
+	af, ae, as := count(recs)
+	tf, te, ts := count(tops)
+	fmt.Fprintf(os.Stderr, "%s R=%d: sent to a pod with no free seat: all %d/%d (a free seat elsewhere %d), top %d/%d (elsewhere %d); on a slow pod: all %d, top %d\n",
+		st, r, af, len(recs), ae, tf, len(tops), te, as, ts)
 }
