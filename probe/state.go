@@ -81,6 +81,7 @@ type report struct {
 	progress   progress
 	pod        podSpeed // the pod-reported speed as of this report
 	foreign    float64  // the foreign share as of this report (foreign.go)
+	seatLimit  int32    // the seat limit as of this report (seatlimit.go)
 }
 
 // progress is what the reports so far say of the engine stepping: the
@@ -210,6 +211,7 @@ func (s *State) Report(l *Load) bool {
 			r.progress = cur.progress
 			r.pod = cur.pod
 			r.foreign = cur.foreign
+			r.seatLimit = cur.seatLimit
 		}
 		r.progress = r.progress.next(l)
 		r.pod = r.pod.next(&r.load)
@@ -218,6 +220,7 @@ func (s *State) Report(l *Load) bool {
 		// l, not r.load: a report without a queue of its own must not
 		// count the queue it inherited a second time.
 		r.foreign = nextForeign(r.foreign, l, int(r.dispatched-r.finished))
+		r.seatLimit = nextSeatLimit(r.seatLimit, l)
 		if s.latest.CompareAndSwap(cur, r) {
 			return true
 		}
@@ -313,6 +316,10 @@ type View struct {
 	// read, kept when the report goes stale: Seats.LeftNs gives the seat
 	// time this proxy's requests hold there.
 	Seats Seats
+	// SeatLimit is the backend's batch seats as its reports have shown
+	// them (State.SeatLimit), kept when the report goes stale; 0 before
+	// a report showed requests waiting.
+	SeatLimit int
 }
 
 // View returns the backend's load as of now. If the latest report is younger
@@ -342,12 +349,12 @@ func (s *State) ViewInto(v *View, now time.Time, staleAfter time.Duration) {
 	v.PrefillTokens, v.DecodeTokens, v.NsPerToken = s.Work()
 	v.SpeedSamples = s.SpeedSamples()
 	v.PrefillRequests = int(max(s.prefillWaiting.Load(), 0))
-	v.PodNsPerToken, v.PodSeeded, v.ForeignShare = 0, false, 0
+	v.PodNsPerToken, v.PodSeeded, v.ForeignShare, v.SeatLimit = 0, false, 0, 0
 	v.Seats = Seats(s.seat.Load())
 	if r == nil {
 		return
 	}
-	v.PodNsPerToken, v.PodSeeded, v.ForeignShare = r.pod.ns, r.pod.seeded, r.foreign
+	v.PodNsPerToken, v.PodSeeded, v.ForeignShare, v.SeatLimit = r.pod.ns, r.pod.seeded, r.foreign, int(r.seatLimit)
 	age := max(now.Sub(r.load.At), 0)
 	if age >= staleAfter {
 		return
@@ -411,6 +418,7 @@ type Brief struct {
 	PodSeeded                   bool
 	ForeignShare                float64
 	Seats                       Seats
+	SeatLimit                   int
 }
 
 // BriefInto sets *b to the Brief of the View at now with staleAfter, given
@@ -426,10 +434,10 @@ func (s *State) BriefInto(b *Brief, cutoff time.Time) {
 	b.PrefillTokens, b.DecodeTokens, b.NsPerToken = s.Work()
 	b.SpeedSamples = s.SpeedSamples()
 	b.PrefillRequests = int(max(s.prefillWaiting.Load(), 0))
-	b.PodNsPerToken, b.PodSeeded, b.ForeignShare = 0, false, 0
+	b.PodNsPerToken, b.PodSeeded, b.ForeignShare, b.SeatLimit = 0, false, 0, 0
 	b.Seats = Seats(s.seat.Load())
 	if r != nil {
-		b.PodNsPerToken, b.PodSeeded, b.ForeignShare = r.pod.ns, r.pod.seeded, r.foreign
+		b.PodNsPerToken, b.PodSeeded, b.ForeignShare, b.SeatLimit = r.pod.ns, r.pod.seeded, r.foreign, int(r.seatLimit)
 	}
 	if r == nil || !r.load.At.After(cutoff) {
 		b.Queue, b.KVUse, b.Waiting, b.Source = float64(inflight), -1, -1, SourceLocal
@@ -449,5 +457,5 @@ func (v *View) Brief() Brief {
 	return Brief{Queue: v.Queue, KVUse: v.KVUse, Waiting: v.Waiting, Source: v.Source,
 		PrefillTokens: v.PrefillTokens, DecodeTokens: v.DecodeTokens,
 		PrefillRequests: v.PrefillRequests, NsPerToken: v.NsPerToken, PodNsPerToken: v.PodNsPerToken,
-		SpeedSamples: v.SpeedSamples, PodSeeded: v.PodSeeded, ForeignShare: v.ForeignShare, Seats: v.Seats}
+		SpeedSamples: v.SpeedSamples, PodSeeded: v.PodSeeded, ForeignShare: v.ForeignShare, Seats: v.Seats, SeatLimit: v.SeatLimit}
 }

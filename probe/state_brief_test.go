@@ -60,7 +60,7 @@ func TestBriefEqualsView(t *testing.T) {
 		if !reflect.DeepEqual(into, v) {
 			t.Fatalf("case %d: ViewInto over a used View %+v, View %+v", i, into, v)
 		}
-		got := Brief{Queue: -7, KVUse: 9, Waiting: 9, Source: SourceProbe, PrefillTokens: 1, DecodeTokens: 1, PrefillRequests: 1, NsPerToken: 1, ForeignShare: 0.5, Seats: 9}
+		got := Brief{Queue: -7, KVUse: 9, Waiting: 9, Source: SourceProbe, PrefillTokens: 1, DecodeTokens: 1, PrefillRequests: 1, NsPerToken: 1, ForeignShare: 0.5, Seats: 9, SeatLimit: 9}
 		s.BriefInto(&got, now.Add(-stale))
 		want := v.Brief()
 		if got != want {

@@ -86,6 +86,9 @@ type LoadModel struct {
 	// expected decode time not yet run, see probe.State.SeatNs), added to
 	// the expected time to first token.
 	SeatWeight float64
+	// SeatFreeShare is route.load.seat_free_share: the share of the seat
+	// time counted at a backend with a batch seat free (seatFree).
+	SeatFreeShare float64
 }
 
 // LoadInput is what LoadModel.Queue needs beyond the view.
@@ -142,9 +145,22 @@ func (m *LoadModel) BriefQueue(v *probe.Brief, in *LoadInput) float64 {
 	work := ahead + max(in.Own, 0) + m.DecodeWeight*decode
 	t := work * ns                        // expected time to first token, ns
 	if m.SeatWeight > 0 && v.Seats != 0 { // 0: no request of this proxy there
-		t += m.SeatWeight * 1e3 * float64(v.Seats.LeftUs(in.NowUs)) // µs to ns
+		w := m.SeatWeight
+		if m.SeatFreeShare < 1 && seatFree(v) {
+			w *= m.SeatFreeShare
+		}
+		t += w * 1e3 * float64(v.Seats.LeftUs(in.NowUs)) // µs to ns
 	}
 	return m.RunningWeight*running + m.WaitingWeight*waiting + t/(in.RefNs*in.MeanPrompt)
+}
+
+// seatFree reports whether the backend v describes has a batch seat free
+// for a newcomer: fewer requests (corrected running + waiting) than the
+// most its reports have shown running (View.SeatLimit, 0 before any), and
+// no request waiting in its latest fresh report (-1: none). A pod never
+// seen running more requests than it runs now counts as full.
+func seatFree(v *probe.Brief) bool {
+	return v.Queue < float64(v.SeatLimit) && v.Waiting <= 0
 }
 
 // requestQueue is requests mode's queue: the corrected request count q,

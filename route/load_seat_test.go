@@ -145,3 +145,77 @@ func TestSeatTimeIsPricedAtTheProxyMeanBeforeTheBackendHasASpeed(t *testing.T) {
 	}
 	mem.endWork(bs[1], &w, false)
 }
+
+// TestSeatTimeCountsLessWhereASeatIsFree: a backend with a batch seat free
+// (fewer requests than the most its reports have shown running, none
+// waiting) starts a newcomer at once, however long the decodes it runs; a
+// full one makes it wait for a seat, however soon one frees. Picking 1.7 s
+// after seatPool's first bytes: backend 0 is full (4 running, its most)
+// with this proxy's decodes past their expected ends; backend 1 runs 3 of
+// its 4 seats, this proxy's two decodes with 0.5 s left each. The seat
+// time counted whole (route.load.seat_free_share 1) sends every request
+// to the full backend (the default); a share of 0.5, every request to the
+// free seat. A backend whose
+// reports never showed more requests running than it runs now counts as
+// full: before backend 1 has shown a 4th seat, its seat time counts whole;
+// and so it does while its report shows requests waiting (a KV cache full
+// before the seats are): with 5 seats at each backend and 5 running at
+// backend 0, backend 1's 2 running and 1 waiting would win if it counted
+// as having a seat free.
+func TestSeatTimeCountsLessWhereASeatIsFree(t *testing.T) {
+	def := config.Default().Route.Load.SeatFreeShare
+	const half = 0.5
+	for _, c := range []struct {
+		share   float64
+		limits  bool
+		running [2]int // the backends' latest reports
+		waiting int    // backend 1's
+		want    int    // backend every pick goes to
+	}{
+		{half, true, [2]int{4, 3}, 0, 1},
+		{def, true, [2]int{4, 3}, 0, 0},
+		{half, false, [2]int{4, 3}, 0, 0},
+		{half, true, [2]int{5, 2}, 1, 0},
+	} {
+		for _, pol := range []string{config.PolicyProbe, config.PolicyCached} {
+			mem := &Memory{}
+			pool, bs := seatPool(t, mem)
+			at := pickT0.Add(2 * time.Millisecond) // after seatPool's reports
+			if c.limits {
+				for _, b := range bs { // an earlier report showing each full
+					l := probe.Load{Running: c.running[0], Waiting: 2, KVUse: 0.2, ServerLoad: -1, At: at.Add(-time.Millisecond), Source: probe.SourceScrape}
+					b.State().Report(&l)
+				}
+			}
+			for i, running := range c.running {
+				l := probe.Load{Running: running, Waiting: c.waiting * i, KVUse: 0.2, ServerLoad: -1, At: at, Source: probe.SourceScrape}
+				if !bs[i].State().Report(&l) {
+					t.Fatal("report not taken")
+				}
+			}
+			pc := testPickerConfig(pol)
+			pc.D = 2
+			if pc.Load.SeatFreeShare != def {
+				t.Fatalf("the picker's seat_free_share is %v, the configuration's %v", pc.Load.SeatFreeShare, def)
+			}
+			pc.Load.SeatFreeShare = c.share
+			later := func() time.Time { return pickT0.Add(1700 * time.Millisecond) }
+			pk := mustPicker(t, pc, pool, Deps{Memory: mem, Rand: seeded(7), Now: later})
+			info := RequestInfo{Stream: true, IgnoreEOS: true, MaxTokens: 64, PromptTokens: 300}
+			s := NewScratch()
+			got := 0
+			for range 200 {
+				b, _, err := pk.Pick(context.Background(), &info, nil, s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if b == bs[c.want] {
+					got++
+				}
+			}
+			if got != 200 {
+				t.Errorf("%s, share %v, limits shown %v, running %v, waiting %d: %d of 200 picks went to backend %d, want 200", pol, c.share, c.limits, c.running, c.waiting, got, c.want)
+			}
+		}
+	}
+}

@@ -83,7 +83,7 @@ func PickerConfigFrom(cfg *config.Config) PickerConfig {
 		Saturation:  cfg.Route.Saturation,
 		AffinityGap: cfg.Route.AffinityMaxQueueGap,
 		StaleAfter:  cfg.Scrape.StaleAfter.D(),
-		Load:        LoadModel{Tokens: cfg.Route.Load.Mode == config.LoadTokens, DecodeWeight: cfg.Route.Load.DecodeWeight, RunningWeight: cfg.Route.Load.RunningWeight, WaitingWeight: cfg.Route.Load.WaitingWeight, IgnoreSpeed: !cfg.Route.Load.LearnSpeed, PodSpeed: cfg.Route.Load.PodSpeed, PodSamples: cfg.Route.Load.PodSpeedSamples, PodForeign: cfg.Route.Load.PodSpeedForeign, PodFresh: cfg.Route.Load.PodSpeedFresh, SpeedBand: cfg.Route.Load.SpeedBand, SeatWeight: cfg.Route.Load.SeatWeight},
+		Load:        LoadModel{Tokens: cfg.Route.Load.Mode == config.LoadTokens, DecodeWeight: cfg.Route.Load.DecodeWeight, RunningWeight: cfg.Route.Load.RunningWeight, WaitingWeight: cfg.Route.Load.WaitingWeight, IgnoreSpeed: !cfg.Route.Load.LearnSpeed, PodSpeed: cfg.Route.Load.PodSpeed, PodSamples: cfg.Route.Load.PodSpeedSamples, PodForeign: cfg.Route.Load.PodSpeedForeign, PodFresh: cfg.Route.Load.PodSpeedFresh, SpeedBand: cfg.Route.Load.SpeedBand, SeatWeight: cfg.Route.Load.SeatWeight, SeatFreeShare: cfg.Route.Load.SeatFreeShare},
 		BlockChars:  cfg.Route.Prefix.BlockChars,
 	}
 }

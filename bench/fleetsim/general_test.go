@@ -158,6 +158,10 @@ func TestStrategyTweaks(t *testing.T) {
 	if len(s.tweaks) != 2 || s.tweaks[0] != (tweak{"dw", 2.5}) || s.tweaks[1] != (tweak{"ww", 0}) {
 		t.Errorf("tweaks %v", s.tweaks)
 	}
+	cfg.Strategy = "probe+sf=0.5"
+	if s, err = newSim(cfg); err != nil || len(s.tweaks) != 1 || s.tweaks[0] != (tweak{"sf", 0.5}) {
+		t.Errorf("probe+sf=0.5: %v %v", s, err)
+	}
 	cfg.Strategy = "probe+fc=0"
 	s, err = newSim(cfg)
 	if err != nil {
@@ -173,7 +177,7 @@ func TestStrategyTweaks(t *testing.T) {
 	if got := s.replicas[0].scrape.ForeignBudget; len(s.tweaks) != 1 || got != 20 {
 		t.Errorf("probe+fb=20: tweaks %v, the replica's scrape.foreign_budget %v", s.tweaks, got)
 	}
-	for _, bad := range []string{"probe+xx=1", "probe+dw", "probe+psf=2", "probe+fc=-1", "probe+fb=-1"} {
+	for _, bad := range []string{"probe+xx=1", "probe+dw", "probe+psf=2", "probe+fc=-1", "probe+fb=-1", "probe+sf=1.5"} {
 		cfg.Strategy = bad
 		if _, err := newSim(cfg); err == nil {
 			t.Errorf("%s was accepted", bad)

@@ -23,6 +23,7 @@ import (
 //	pf    route.load.pod_speed_fresh (0: false, else true)
 //	fc    scrape.foreign_change
 //	fb    scrape.foreign_budget
+//	sf    route.load.seat_free_share
 type tweak struct {
 	key string
 	val float64
@@ -39,7 +40,7 @@ func splitTweaks(strategy string) (string, []tweak, error) {
 			return "", nil, fmt.Errorf("strategy %q: tweak %q is not key=number", strategy, p)
 		}
 		switch k {
-		case "dw", "rw", "ww", "pss", "psf", "sw", "pf", "fc", "fb":
+		case "dw", "rw", "ww", "pss", "psf", "sw", "pf", "fc", "fb", "sf":
 		default:
 			return "", nil, fmt.Errorf("strategy %q: unknown tweak key %q", strategy, k)
 		}
@@ -71,6 +72,8 @@ func applyTweaks(cfg *config.Config, ts []tweak) error {
 			cfg.Scrape.ForeignChange = t.val
 		case "fb":
 			cfg.Scrape.ForeignBudget = t.val
+		case "sf":
+			l.SeatFreeShare = t.val
 		}
 	}
 	return cfg.Validate()

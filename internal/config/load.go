@@ -78,6 +78,11 @@ type LoadModel struct {
 	// the expected time to first token. 0 turns it off. Default
 	// DefaultSeatWeight.
 	SeatWeight float64 `yaml:"seat_weight"`
+	// SeatFreeShare: the share of the seat time (seat_weight) counted at
+	// a backend with a batch seat free: fewer requests running and waiting
+	// than the most its reports have shown running, and none waiting. 1
+	// counts it whole everywhere. In [0,1]. Default DefaultSeatFreeShare.
+	SeatFreeShare float64 `yaml:"seat_free_share"`
 }
 
 // DefaultPodSpeed is route.load.pod_speed's default: off. In the live
@@ -127,8 +132,15 @@ const DefaultPodSpeedFresh = true
 // DefaultSeatWeight is route.load.seat_weight's default.
 const DefaultSeatWeight = 0.03
 
+// DefaultSeatFreeShare is route.load.seat_free_share's default: 1, the
+// seat time counted whole everywhere (as before the key). 0.5 fixed most
+// of fleetsim's decode-heavy losses to cached and a blind policy but lost
+// to round_robin on fixed-size requests (bench/results/2026-12-02-s16/
+// general): not a default until a sweep shows no new loss.
+const DefaultSeatFreeShare = 1.0
+
 func defaultLoad() LoadModel {
-	return LoadModel{Mode: LoadTokens, DecodeWeight: 0, RunningWeight: 1, WaitingWeight: 1, LearnSpeed: true, PodSpeed: DefaultPodSpeed, PodSpeedSamples: DefaultPodSpeedSamples, PodSpeedForeign: DefaultPodSpeedForeign, PodSpeedFresh: DefaultPodSpeedFresh, DefaultOutputTokens: 128, SeatWeight: DefaultSeatWeight}
+	return LoadModel{Mode: LoadTokens, DecodeWeight: 0, RunningWeight: 1, WaitingWeight: 1, LearnSpeed: true, PodSpeed: DefaultPodSpeed, PodSpeedSamples: DefaultPodSpeedSamples, PodSpeedForeign: DefaultPodSpeedForeign, PodSpeedFresh: DefaultPodSpeedFresh, DefaultOutputTokens: 128, SeatWeight: DefaultSeatWeight, SeatFreeShare: DefaultSeatFreeShare}
 }
 
 func (v *checker) load(l LoadModel) {
@@ -146,6 +158,9 @@ func (v *checker) load(l LoadModel) {
 	}
 	if !(l.PodSpeedForeign >= 0 && l.PodSpeedForeign <= 1) {
 		v.add("route.load.pod_speed_foreign", "must be between 0 (always) and 1, got %v", l.PodSpeedForeign)
+	}
+	if !(l.SeatFreeShare >= 0 && l.SeatFreeShare <= 1) {
+		v.add("route.load.seat_free_share", "must be between 0 and 1, got %v", l.SeatFreeShare)
 	}
 	if l.SpeedBand != 0 && l.SpeedBand < 1 {
 		v.add("route.load.speed_band", "must be 0 (off) or at least 1, got %v", l.SpeedBand)
