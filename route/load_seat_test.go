@@ -49,6 +49,25 @@ func seatPool(t *testing.T, mem *Memory) (*Pool, []*Backend) {
 	return pool, bs
 }
 
+// seatPicks returns how many of 200 picks of a 64-token stream with a
+// 300-token prompt by pk went to want.
+func seatPicks(t *testing.T, pk Picker, want *Backend) int {
+	t.Helper()
+	info := RequestInfo{Stream: true, IgnoreEOS: true, MaxTokens: 64, PromptTokens: 300}
+	s := NewScratch()
+	got := 0
+	for range 200 {
+		b, _, err := pk.Pick(context.Background(), &info, nil, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b == want {
+			got++
+		}
+	}
+	return got
+}
+
 // TestPickPrefersTheBackendWhoseSeatsFreeSooner: two backends with the
 // same requests running and the same prefill work, one whose decodes are
 // nearly done and one whose decodes have just begun. A newcomer at the
@@ -67,19 +86,7 @@ func TestPickPrefersTheBackendWhoseSeatsFreeSooner(t *testing.T) {
 			pc := testPickerConfig(pol)
 			pc.D = 2
 			pk := mustPicker(t, pc, pool, Deps{Memory: mem, Rand: seeded(7), Now: pickNow})
-			info := RequestInfo{Stream: true, IgnoreEOS: true, MaxTokens: 64, PromptTokens: 300}
-			s := NewScratch()
-			got := 0
-			for range 200 {
-				b, _, err := pk.Pick(context.Background(), &info, nil, s)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if b == bs[0] {
-					got++
-				}
-			}
-			if got != 200 {
+			if got := seatPicks(t, pk, bs[0]); got != 200 {
 				t.Fatalf("%d of 200 picks went to the backend whose seats free sooner, want 200", got)
 			}
 		})
@@ -201,19 +208,7 @@ func TestSeatTimeCountsLessWhereASeatIsFree(t *testing.T) {
 			pc.Load.SeatFreeShare = c.share
 			later := func() time.Time { return pickT0.Add(1700 * time.Millisecond) }
 			pk := mustPicker(t, pc, pool, Deps{Memory: mem, Rand: seeded(7), Now: later})
-			info := RequestInfo{Stream: true, IgnoreEOS: true, MaxTokens: 64, PromptTokens: 300}
-			s := NewScratch()
-			got := 0
-			for range 200 {
-				b, _, err := pk.Pick(context.Background(), &info, nil, s)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if b == bs[c.want] {
-					got++
-				}
-			}
-			if got != 200 {
+			if got := seatPicks(t, pk, bs[c.want]); got != 200 {
 				t.Errorf("%s, share %v, limits shown %v, running %v, waiting %d: %d of 200 picks went to backend %d, want 200", pol, c.share, c.limits, c.running, c.waiting, got, c.want)
 			}
 		}
