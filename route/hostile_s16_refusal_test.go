@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/valyala/fasthttp"
 
 	"github.com/probegate/probegate/internal/config"
 )
@@ -149,5 +150,32 @@ func TestRefusalOnTheHeadReadsNoBody(t *testing.T) {
 				t.Errorf("the proxy read %d bytes of a refused request (head %d, linger bound %d)", n, len(tc.head), lingerMaxBytes)
 			}
 		})
+	}
+}
+
+// BenchmarkHeadReceived is what the head's verdict costs a forwarded
+// request with a body (an OpenAI client's chat completion head, the
+// default route.allow_paths): the hook judges it once before the body
+// is read, and Handle again after (judgeHead).
+func BenchmarkHeadReceived(b *testing.B) {
+	c := testConfig("http://127.0.0.1:1")
+	c.Route.AllowPaths = config.DefaultAllowPaths
+	p, err := New(Options{Config: c})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	var h fasthttp.RequestHeader
+	raw := "POST /v1/chat/completions HTTP/1.1\r\nHost: gw.example\r\nUser-Agent: OpenAI/Python 1.54.3\r\n" +
+		"Accept: application/json\r\nContent-Type: application/json\r\nAuthorization: Bearer sk-x\r\n" +
+		"X-Stainless-Lang: python\r\nContent-Length: 180\r\n\r\n"
+	if err := h.Read(bufio.NewReader(strings.NewReader(raw))); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if rc := p.headReceived(&h); rc.MaxRequestBodySize != 0 {
+			b.Fatal("refused")
+		}
 	}
 }
