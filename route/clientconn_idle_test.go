@@ -65,19 +65,7 @@ func startReleasing(t *testing.T, upURL string, release time.Duration) *testProx
 		t.Fatalf("New: %v", err)
 	}
 	p.idleRelease = release // before Serve: its connections read it
-	ln, err := Listen("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { _ = p.Serve(ln); close(done) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = p.Shutdown(ctx)
-		<-done
-	})
-	return &testProxy{Proxy: p, addr: ln.Addr().String(), reg: reg}
+	return serveProxy(t, p, reg, nil)
 }
 
 // waitReleased waits up to 10 s for n connections to be released.

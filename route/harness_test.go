@@ -120,12 +120,23 @@ func startProxy(t *testing.T, cfg *config.Config, mut ...func(*Options)) *testPr
 		})
 		return &testProxy{Proxy: p, addr: a.String(), reg: reg}
 	}
+	return serveProxy(t, p, reg, nil)
+}
+
+// serveProxy serves p on a new listener on 127.0.0.1 (wrapped by wrap
+// when not nil) and stops it at cleanup.
+func serveProxy(t *testing.T, p *Proxy, reg *prometheus.Registry, wrap func(net.Listener) net.Listener) *testProxy {
+	t.Helper()
 	ln, err := Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	served := ln
+	if wrap != nil {
+		served = wrap(ln)
+	}
 	done := make(chan struct{})
-	go func() { _ = p.Serve(ln); close(done) }()
+	go func() { _ = p.Serve(served); close(done) }()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

@@ -3,7 +3,6 @@ package route
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"io"
 	"net"
 	"net/http"
@@ -64,19 +63,9 @@ func startCountingProxy(t *testing.T, cfgRead time.Duration, read *atomic.Int64)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := Listen("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { _ = p.Serve(countingListener{Listener: ln, read: read}); close(done) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = p.Shutdown(ctx)
-		<-done
+	return serveProxy(t, p, reg, func(ln net.Listener) net.Listener {
+		return countingListener{Listener: ln, read: read}
 	})
-	return &testProxy{Proxy: p, addr: ln.Addr().String(), reg: reg}
 }
 
 // A request the proxy refuses on its head is refused before its body is

@@ -108,24 +108,30 @@ func TestUpstreamHeadControlBytesAreBadResponses(t *testing.T) {
 		"bare CR leading a value":  "HTTP/1.1 200 OK\r\nX-A: \ra\r\nContent-Length: 2\r\n\r\nok",
 		"escape in a header value": "HTTP/1.1 200 OK\r\nX-A: \x1b[2J\r\nContent-Length: 2\r\n\r\nok",
 	} {
-		t.Run(name, func(t *testing.T) {
-			up := startUpstream(t, func(c net.Conn, _ int, _ upReq) bool {
-				_, _ = io.WriteString(c, head)
-				return false
-			})
-			h := newHandler(up.addr())
-			s := startLoop(t, h, newFakeClock(), nil)
-			c := dial(t, s)
-			c.send(post("/a", "1"))
-			status, _, body := c.response()
-			if status != 502 {
-				t.Fatalf("status %d (body %q), want 502", status, body)
-			}
-			checkEnvelope(t, 502, body)
-			if res := h.result(t); !errors.Is(res.Err, ErrBadResponse) {
-				t.Fatalf("outcome %+v", res)
-			}
-		})
+		t.Run(name, func(t *testing.T) { wantBadResponse(t, head) })
+	}
+}
+
+// wantBadResponse fails unless an upstream answering head (then closing)
+// makes the loop answer 502 with the envelope, reported as ErrBadResponse
+// and not retryable.
+func wantBadResponse(t *testing.T, head string) {
+	t.Helper()
+	up := startUpstream(t, func(c net.Conn, _ int, _ upReq) bool {
+		_, _ = io.WriteString(c, head)
+		return false
+	})
+	h := newHandler(up.addr())
+	s := startLoop(t, h, newFakeClock(), nil)
+	c := dial(t, s)
+	c.send(post("/a", "1"))
+	status, _, body := c.response()
+	if status != 502 {
+		t.Fatalf("status %d (body %q), want 502", status, body)
+	}
+	checkEnvelope(t, 502, body)
+	if res := h.result(t); !errors.Is(res.Err, ErrBadResponse) || res.Retryable {
+		t.Fatalf("outcome %+v", res)
 	}
 }
 

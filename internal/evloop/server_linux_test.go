@@ -399,24 +399,7 @@ func TestUnrelayableResponseIs502(t *testing.T) {
 		"chunked and a length": "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n",
 		"no length":            "HTTP/1.1 200 OK\r\n\r\nuntil the close",
 	} {
-		t.Run(name, func(t *testing.T) {
-			up := startUpstream(t, func(c net.Conn, _ int, _ upReq) bool {
-				_, _ = io.WriteString(c, head)
-				return false
-			})
-			h := newHandler(up.addr())
-			s := startLoop(t, h, newFakeClock(), nil)
-			c := dial(t, s)
-			c.send(post("/a", "1"))
-			status, _, body := c.response()
-			if status != 502 {
-				t.Fatal(status)
-			}
-			checkEnvelope(t, 502, body)
-			if res := h.result(t); !errors.Is(res.Err, ErrBadResponse) || res.Retryable {
-				t.Fatalf("outcome %+v", res)
-			}
-		})
+		t.Run(name, func(t *testing.T) { wantBadResponse(t, head) })
 	}
 }
 
