@@ -147,6 +147,26 @@ func (p *Proxy) ServeLoops(addr string, loops int) (net.Addr, error) {
 	return srv.Addr(), nil
 }
 
+// shutdownLoops starts the loops' graceful stop (evloop.Server.Shutdown:
+// listeners closed at once, idle connections closed, requests under way
+// finished, until ctx is done) and returns a channel closed when it ended
+// (at once when no loops run).
+func (p *Proxy) shutdownLoops(ctx context.Context) <-chan struct{} {
+	done := make(chan struct{})
+	p.mu.Lock()
+	srv := p.loops.srv
+	p.mu.Unlock()
+	if srv == nil {
+		close(done)
+		return done
+	}
+	go func() {
+		defer close(done)
+		_ = srv.Shutdown(ctx)
+	}()
+	return done
+}
+
 // stopLoops closes the event loops (exchanges still in flight on them are
 // cut; connections handed over stay with the fasthttp server).
 func (p *Proxy) stopLoops() {

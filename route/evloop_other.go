@@ -3,6 +3,7 @@
 package route
 
 import (
+	"context"
 	"net"
 
 	"github.com/probegate/probegate/internal/evloop"
@@ -23,5 +24,11 @@ func (p *Proxy) ServeLoops(addr string, loops int) (net.Addr, error) {
 func (p *Proxy) servesLoops() bool { return false }
 
 func (p *Proxy) stopLoops() {}
+
+func (p *Proxy) shutdownLoops(context.Context) <-chan struct{} {
+	done := make(chan struct{})
+	close(done)
+	return done
+}
 
 func (p *Proxy) loopCounts() (served, handedOver uint64) { return 0, 0 }

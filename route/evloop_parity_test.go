@@ -2,6 +2,7 @@ package route
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -438,5 +439,53 @@ func TestParityProbePolicyIsHandedOver(t *testing.T) {
 			}
 		}
 		wantLoopServed(t, tp, on, 0, 2)
+	})
+}
+
+// Shutdown stops accepting at once and lets a request under way finish
+// with its answer (server.shutdown_grace), on both paths.
+func TestParityShutdownDrainsInFlightRequests(t *testing.T) {
+	servePaths(t, func(t *testing.T, on bool) {
+		release := make(chan struct{})
+		reached := make(chan struct{}, 1)
+		up := startRawBackend(t, func(c net.Conn, _ int, head []byte) bool {
+			if strings.HasPrefix(string(head), "POST ") {
+				reached <- struct{}{}
+				<-release
+			}
+			okAnswer(c, "")
+			return true
+		})
+		tp := startProxy(t, pathConfig(on, up.url()))
+		answer := make(chan rawResponse, 1)
+		go func() { answer <- rawDo(t, tp.addr, postReq("/v1/completions", "", `{"model":"m"}`)) }()
+		select {
+		case <-reached:
+		case <-time.After(20 * time.Second):
+			t.Fatal("the request never reached the upstream")
+		}
+		stopped := make(chan error, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			stopped <- tp.Shutdown(ctx)
+		}()
+		// New connections are refused while the request is under way.
+		waitFor(t, func() bool {
+			c, err := net.Dial("tcp", tp.addr)
+			if err != nil {
+				return true
+			}
+			c.Close()
+			return false
+		})
+		close(release)
+		if r := <-answer; r.status != 200 || r.body != `{"ok":true}` {
+			t.Fatalf("request under way at Shutdown: %d %q, want its 200", r.status, r.body)
+		}
+		if err := <-stopped; err != nil {
+			t.Fatalf("Shutdown: %v, want nil (drained within the grace)", err)
+		}
+		wantLoopServed(t, tp, on, 1, 0)
 	})
 }

@@ -238,6 +238,7 @@ const cutSettleWait = time.Second
 // background loops. It returns ctx.Err() if streams had to be cut.
 func (p *Proxy) Shutdown(ctx context.Context) error {
 	p.hijacks.beginStop()
+	loopsDone := p.shutdownLoops(ctx) // server.event_loop: stop accepting now
 	lns := p.listeners.shutdown()
 	// After fasthttp's Shutdown: close what it did not know of (a Serve
 	// that had not registered with it yet); errors are those listeners it
@@ -275,9 +276,9 @@ wait:
 			break wait
 		}
 	}
-	// The event loops (server.event_loop) stop once what they carried
-	// settled (Close), or when the grace is over (exchanges still on them
-	// are cut).
+	// The event loops (server.event_loop) stop once their last client
+	// connection closed (shutdownLoops), or when the grace is over
+	// (exchanges still on them are cut).
 	if err != nil {
 		// The grace is over: cut what remains rather than leave its clients
 		// and upstream requests hanging, and give the streams a moment to
@@ -288,6 +289,7 @@ wait:
 			<-t.C
 		}
 	}
+	<-loopsDone
 	p.Close()
 	return err
 }
