@@ -159,6 +159,9 @@ func run(args []string, stdout, stderr io.Writer, sig <-chan os.Signal, ready ch
 	log.Info().Str("listen", addr.String()).Str("admin", aln.Addr().String()).
 		Str("policy", cfg.Route.Policy).Int("backends", p.Pool().Len()).Bool("event_loop", cfg.Server.EventLoop).
 		Int("gomaxprocs", runtime.GOMAXPROCS(0)).Msg("probegate serving")
+	if cfg.Server.EventLoop {
+		log.Warn().Msg("server.event_loop is experimental: the loop path does not yet keep every guarantee of the usual server (see its doc in config.yaml); keep it false in production")
+	}
 	if *demo {
 		fmt.Fprintf(stdout, "probegate demo: 4 simulated vLLM servers (%s) behind %s\n", strings.Join(fleet.URLs(), ", "), addr)
 		fmt.Fprintf(stdout, "try:\n  curl -N http://%s/v1/chat/completions -H 'Content-Type: application/json' \\\n    -d '{\"model\":\"%s\",\"stream\":true,\"max_tokens\":32,\"messages\":[{\"role\":\"user\",\"content\":\"Hello!\"}]}'\n", hostPort(addr), vllmsim.DefaultConfig().Model)

@@ -45,7 +45,15 @@ type Server struct {
 	// loop; anything else (streams, https backends, the probe policy,
 	// refusals with fields of their own) is handed to the fasthttp server
 	// on the same connection. Default false. Linux only (Validate refuses
-	// it elsewhere).
+	// it elsewhere). Experimental: the loop path does not yet keep every
+	// guarantee of the fasthttp path (session 16's known differences, in
+	// bench/results/2026-12-02-s16/evwire and hostile: a first-byte
+	// timeout counts against a backend's breaker without the progress
+	// rule, so slow long prompts can open a working pod's breaker; an
+	// answer cut after its head reaches the client as a truncated 200
+	// instead of a 502; chunked and HTTP/1.0 answers are 502; no connect
+	// timeout re-pick; a request with two Connection fields is 400), and
+	// with the probe policy it is slower than the fasthttp server alone.
 	EventLoop bool `yaml:"event_loop"`
 }
 
