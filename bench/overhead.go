@@ -613,7 +613,9 @@ func fileExists(p string) bool {
 }
 
 // startProbegate starts bin under policy in front of ups, with
-// server.event_loop set to loop.
+// server.event_loop set to loop. The key is written only when loop is set,
+// so a baseline binary older than the key (PROBEGATE_BENCH_BASELINE_BIN,
+// which refuses unknown keys) still starts.
 func startProbegate(ctx context.Context, bin, dir, policy string, ups []string, cpus []int, loop bool) (*child, error) {
 	addr, err := freeAddr()
 	if err != nil {
@@ -625,8 +627,7 @@ func startProbegate(ctx context.Context, bin, dir, policy string, ups []string, 
 	}
 	cfg := fmt.Sprintf(`server:
   listen: "%s"
-  admin_listen: "%s"
-  event_loop: %t
+  admin_listen: "%s"%s
 backends:
   static: [%s]
 upstream:
@@ -637,7 +638,7 @@ route:
 log:
   level: error
   access: false
-`, addr, admin, loop, staticList(ups), policy)
+`, addr, admin, eventLoopLine(loop), staticList(ups), policy)
 	if loop {
 		policy += "_loop" // the file names below
 	}
@@ -650,6 +651,15 @@ log:
 		c.admin = admin
 	}
 	return c, err
+}
+
+// eventLoopLine is the server.event_loop line of a config: empty when off
+// (the default), so that binaries without the key accept the file.
+func eventLoopLine(loop bool) string {
+	if !loop {
+		return ""
+	}
+	return "\n  event_loop: true"
 }
 
 func staticList(ups []string) string {
