@@ -30,7 +30,27 @@ func newFakeClock() *fakeClock {
 
 func (c *fakeClock) now() int64              { return c.ns.Load() }
 func (c *fakeClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
-func envelopeResponse(status int) []byte     { return []byte(envelope(status)) }
+
+// keepMoving advances c by step every 20 ms of real time until the test
+// ends: a deadline counted from an event the test cannot order against
+// its own advance (an accept) is then passed whenever that event comes.
+func (c *fakeClock) keepMoving(t testing.TB, step time.Duration) {
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	t.Cleanup(func() { close(stop); <-done })
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+				c.advance(step)
+			}
+		}
+	}()
+}
+func envelopeResponse(status int) []byte { return []byte(envelope(status)) }
 func addrOf(t testing.TB, a net.Addr) netip.AddrPort {
 	ap, err := netip.ParseAddrPort(a.String())
 	if err != nil {

@@ -446,13 +446,18 @@ func atoi(b []byte) (int, bool) {
 
 // edits reports whether the Handler's edits remove or replace the
 // response header name.
-func (h *ResponseHead) edits(name []byte) bool {
-	for _, n := range h.Del {
+func (h *ResponseHead) edits(name []byte) bool { return edited(name, h.Del, h.Set) }
+
+// edited reports whether a header named name is removed (del) or replaced
+// (set) by a Handler's edits: the one rule of Decision's and
+// ResponseHead's Set and Del (case-insensitive names).
+func edited(name []byte, del []string, set []Header) bool {
+	for _, n := range del {
 		if foldBytes(name, n) {
 			return true
 		}
 	}
-	for _, f := range h.Set {
+	for _, f := range set {
 		if foldBytes(name, f.Name) {
 			return true
 		}
@@ -474,7 +479,6 @@ func appendUpstreamRequest(dst []byte, r *Request, d *Decision) []byte {
 	}
 	dst = append(dst, " HTTP/1.1\r\n"...)
 	conn := r.conn.of(r.buf)
-next:
 	for i := range r.headers {
 		name, value := r.HeaderAt(i)
 		// The body goes upstream, so its length does, whatever the
@@ -483,15 +487,8 @@ next:
 		if hopByHop(name) || (len(conn) > 0 && inTokens(conn, name) && !fold(name, "content-length")) {
 			continue
 		}
-		for _, n := range d.Del {
-			if foldBytes(name, n) {
-				continue next
-			}
-		}
-		for _, h := range d.Set {
-			if foldBytes(name, h.Name) {
-				continue next
-			}
+		if edited(name, d.Del, d.Set) {
+			continue
 		}
 		dst = append(dst, name...)
 		dst = append(dst, ": "...)

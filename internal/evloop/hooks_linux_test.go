@@ -95,18 +95,7 @@ func TestLoopRefusalsAreReported(t *testing.T) {
 			c := dial(t, s)
 			c.send(tc.req)
 			if tc.status == 408 {
-				stop := make(chan struct{})
-				defer close(stop)
-				go func() { // the accept may follow an advance: keep time moving
-					for {
-						select {
-						case <-stop:
-							return
-						case <-time.After(20 * time.Millisecond):
-							clk.advance(6 * time.Second)
-						}
-					}
-				}()
+				clk.keepMoving(t, 6*time.Second) // the accept may follow an advance
 			}
 			status, _, body := c.response()
 			if status != tc.status {

@@ -210,18 +210,7 @@ func TestTimeoutsOnTheInjectedClock(t *testing.T) {
 		c.send("POST /v1/completions HTTP/1.1\r\nHost: x\r\n")
 		// The accept may come after an advance (the deadline is then
 		// counted from it): keep time moving until the answer.
-		stop := make(chan struct{})
-		defer close(stop)
-		go func() {
-			for {
-				select {
-				case <-stop:
-					return
-				case <-time.After(20 * time.Millisecond):
-					clk.advance(6 * time.Second)
-				}
-			}
-		}()
+		clk.keepMoving(t, 6*time.Second)
 		status, _, body := c.response()
 		if status != 408 {
 			t.Fatalf("slow head: %d", status)
