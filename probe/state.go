@@ -318,7 +318,7 @@ type View struct {
 	Seats Seats
 	// SeatLimit is the backend's batch seats as its reports have shown
 	// them (State.SeatLimit), kept when the report goes stale; 0 before
-	// a report showed requests waiting.
+	// a report showed a request running.
 	SeatLimit int
 }
 

@@ -401,19 +401,6 @@ func (h *loopHandler) cleanRequest(r *evloop.Request, lr *loopReq, fields fieldS
 	return ids > 0 && len(baseID) == 0
 }
 
-// usableRequestID is clientRequestID's rule on one field's value.
-func usableRequestID(v []byte) bool {
-	if len(v) == 0 || len(v) > maxRequestIDLen {
-		return false
-	}
-	for _, c := range v {
-		if c < 0x21 || c > 0x7e {
-			return false
-		}
-	}
-	return true
-}
-
 // setHeaders fills d's header edits for an attempt of lr.
 func setHeaders(lr *loopReq, d *evloop.Decision) {
 	rc := lr.rc
@@ -563,10 +550,8 @@ func (h *loopHandler) Done(r *evloop.Request, res *evloop.Result, retry *evloop.
 		status := res.Status
 		ticket := lr.ticket // zero when Head decided it already
 		outcome := outcomeForStatus(status)
-		a := accounting{start: lr.start, firstByte: firstByte, status: status, code: status, bytes: int64(lr.bodyLen), dec: lr.dec, attempt: lr.attempts, idReplaced: lr.idReplaced, work: lr.work, outcome: outcome}
-		if rt.accessLog {
-			a.id, a.idLen = string(lr.rc.up), len(lr.rc.id)
-		}
+		a := lr.accounting(firstByte)
+		a.status, a.code, a.bytes, a.outcome = status, status, int64(lr.bodyLen), outcome
 		p.settle(b, ticket, &a)
 		h.release(lr)
 		return false
@@ -575,10 +560,8 @@ func (h *loopHandler) Done(r *evloop.Request, res *evloop.Result, retry *evloop.
 		if res.FirstByte != 0 {
 			p.metrics.firstByte.Observe(firstByte.Seconds())
 		}
-		a := accounting{start: lr.start, firstByte: firstByte, code: 499, bytes: res.ResponseBytes, dec: lr.dec, attempt: lr.attempts, idReplaced: lr.idReplaced, work: lr.work, outcome: breaker.Ignore, err: res.Err}
-		if rt.accessLog {
-			a.id, a.idLen = string(lr.rc.up), len(lr.rc.id)
-		}
+		a := lr.accounting(firstByte)
+		a.code, a.bytes, a.outcome, a.err = 499, res.ResponseBytes, breaker.Ignore, res.Err
 		p.settle(b, lr.ticket, &a)
 		h.release(lr)
 		return false
@@ -590,10 +573,8 @@ func (h *loopHandler) Done(r *evloop.Request, res *evloop.Result, retry *evloop.
 		if errors.Is(res.Err, evloop.ErrReadTimeout) {
 			outcome = p.silenceOutcome(b.state, lr.sent)
 		}
-		a := accounting{start: lr.start, firstByte: firstByte, status: res.Status, code: fasthttp.StatusBadGateway, bytes: res.ResponseBytes, dec: lr.dec, attempt: lr.attempts, idReplaced: lr.idReplaced, work: lr.work, outcome: outcome, err: res.Err}
-		if rt.accessLog {
-			a.id, a.idLen = string(lr.rc.up), len(lr.rc.id)
-		}
+		a := lr.accounting(firstByte)
+		a.status, a.code, a.bytes, a.outcome, a.err = res.Status, fasthttp.StatusBadGateway, res.ResponseBytes, outcome, res.Err
 		p.settle(b, lr.ticket, &a)
 		h.release(lr)
 		return false
@@ -650,6 +631,17 @@ func (h *loopHandler) Done(r *evloop.Request, res *evloop.Result, retry *evloop.
 	}
 	h.fail(r, lr)
 	return false
+}
+
+// accounting returns the fields of an answered attempt's accounting that
+// every outcome shares (the request id only when the access log is on: it
+// costs a string); Done sets the outcome's own.
+func (lr *loopReq) accounting(firstByte time.Duration) accounting {
+	a := accounting{start: lr.start, firstByte: firstByte, dec: lr.dec, attempt: lr.attempts, idReplaced: lr.idReplaced, work: lr.work}
+	if lr.rt.accessLog {
+		a.id, a.idLen = string(lr.rc.up), len(lr.rc.id)
+	}
+	return a
 }
 
 // abandon settles the attempt under way on lr.b that answered the client

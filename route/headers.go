@@ -73,15 +73,24 @@ func clientRequestID(h *fasthttp.RequestHeader, sent bool) (id []byte, present b
 	if len(vs) == 0 {
 		return nil, false
 	}
-	if len(vs) != 1 || len(vs[0]) == 0 || len(vs[0]) > maxRequestIDLen {
+	if len(vs) != 1 || !usableRequestID(vs[0]) {
 		return nil, true
 	}
-	for _, c := range vs[0] {
+	return vs[0], true
+}
+
+// usableRequestID reports whether one X-Request-Id value is kept as the
+// client sent it: 1 to maxRequestIDLen visible ASCII bytes.
+func usableRequestID(v []byte) bool {
+	if len(v) == 0 || len(v) > maxRequestIDLen {
+		return false
+	}
+	for _, c := range v {
 		if c < 0x21 || c > 0x7e {
-			return nil, true
+			return false
 		}
 	}
-	return vs[0], true
+	return true
 }
 
 func appendIP(dst []byte, ip net.IP) []byte {

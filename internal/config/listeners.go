@@ -50,13 +50,13 @@ func listenOverlap(a, b string) string {
 	case strings.EqualFold(ha, hb):
 		return "same address"
 	}
-	ia, aIP := netip.ParseAddr(ha)
-	ib, bIP := netip.ParseAddr(hb)
+	ia, errA := netip.ParseAddr(ha)
+	ib, errB := netip.ParseAddr(hb)
 	switch {
-	case aIP == nil && bIP == nil && ia.Unmap() == ib.Unmap():
+	case errA == nil && errB == nil && ia.Unmap() == ib.Unmap():
 		return "same address"
-	case aIP == nil && ia.IsLoopback() && strings.EqualFold(hb, "localhost"),
-		bIP == nil && ib.IsLoopback() && strings.EqualFold(ha, "localhost"):
+	case errA == nil && ia.IsLoopback() && strings.EqualFold(hb, "localhost"),
+		errB == nil && ib.IsLoopback() && strings.EqualFold(ha, "localhost"):
 		return "same port, and localhost is a loopback address"
 	}
 	return ""
